@@ -1,0 +1,85 @@
+"""scripts/run brings the robot up, reports it, and stops cleanly on Ctrl-C."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+WS = Path(__file__).resolve().parents[1]
+PORT = 11393
+
+
+def _descendants(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.split("\n"):
+        if line.strip():
+            p, pp = map(int, line.split())
+            children.setdefault(pp, []).append(p)
+    found, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.add(c)
+            todo.append(c)
+    return found
+
+
+@pytest.fixture
+def run_env() -> dict:
+    env = dict(os.environ, ROS_MASTER_URI=f"http://localhost:{PORT}")
+    env.pop("R1_RUN_SECONDS", None)
+    return env
+
+
+def test_run_brings_description_up_and_stops_on_ctrl_c(run_env: dict) -> None:
+    # A new session stands in for a terminal: Ctrl-C sends SIGINT to the foreground group.
+    proc = subprocess.Popen([str(WS / "scripts" / "run")], env=run_env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Ctrl-C to stop" in line:
+                break
+        text = "".join(lines)
+        assert "Ctrl-C to stop" in text, text
+        assert "TF: all" in text and "have a transform" in text, text
+        assert "/robot_state_publisher" in text and "/joint_states" in text, text
+        started = _descendants(proc.pid)
+        assert started, "scripts/run started no processes"
+        os.killpg(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, rest
+        assert "stopped" in rest
+        time.sleep(0.5)
+        alive = [p for p in started if Path(f"/proc/{p}").exists()]
+        assert alive == [], f"left running: {alive}"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_run_refuses_a_port_where_a_master_already_runs(run_env: dict) -> None:
+    core = subprocess.Popen(["roscore", "-p", str(PORT)], env=run_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(["rostopic", "list"], env=run_env, capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline, "roscore did not come up"
+            time.sleep(0.3)
+        res = subprocess.run([str(WS / "scripts" / "run")], env=run_env, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode != 0
+        assert "already answers" in res.stderr
+    finally:
+        os.killpg(core.pid, signal.SIGINT)
+        core.wait(timeout=30)
