@@ -1,0 +1,1 @@
+"""r1_sim: the simulated R1 (motor firmware, boards, physics) behind a CAN interface."""
