@@ -1,0 +1,584 @@
+"""A group of motors on one bus that HDAS drives together (an arm, the torso, the chassis).
+
+ROS-free and I/O-free: the node hands it commands (`set_command`) and received
+frames (`on_frame`) and asks it each cycle for the frames to send (`frames`).
+It owns every safety rule of the driver, so they hold whoever publishes:
+
+* commands are validated (length, finite) and clamped to the URDF's joint,
+  velocity and torque limits before they are encoded; in MIT mode the torque
+  the motor will produce at the last measured state is bounded too;
+* every cycle sends something to every motor (the command, a hold, or a status
+  request while disabled), so feedback keeps flowing and no motor watchdog fires;
+* a command stream silent for `command_timeout` makes the group hold its last
+  position with zero velocity (the chassis ramps its wheels to zero instead);
+* function frames (enable, disable, calibrate, clear errors, MIT/PID mode) run
+  as confirmed sequences: a mode change only while disabled, calibration only
+  while disabled, and each answers whether every motor confirmed it.
+
+Joint units are the URDF's (rad, m for gripper fingers, m/s for wheel speed);
+motor units are the motor's rad, converted with each motor's `metres_per_rad`.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Sequence
+
+import numpy as np
+
+from hdas import damiao
+from hdas.config import GroupSpec
+from hdas.damiao import ControlMode, Status
+from hdas.errors import STATUS_CONDITION, TABLES, Condition
+
+Frame = tuple[int, bytes]
+
+REQUEST_TIMEOUT = 1.0     # [s] a function frame not confirmed by then fails
+RESEND_PERIOD = 0.05      # [s] special frames are repeated until confirmed
+POSITION_TOLERANCE = 0.02  # [rad] beyond a limit before POS_EXCEED is reported
+VELOCITY_MARGIN = 1.2     # VEL_EXCEED above this multiple of the velocity limit
+JUMP_THRESHOLD = 0.5      # [rad] between two replies is a position jump
+
+
+class Function(IntEnum):
+    """hdas_msg/FunctionFrame commands."""
+
+    ENABLE = 1
+    DISABLE = 2
+    CALIBRATE = 3
+    CLEAR_ERRORS = 4
+    MIT = 5
+    PID = 6
+
+
+@dataclass
+class Request:
+    """A function frame in progress; `done` is set with `success` and `message`."""
+
+    function: Function
+    deadline: float = 0.0
+    last_sent: float = -math.inf
+    done: threading.Event = field(default_factory=threading.Event)
+    success: bool = False
+    message: str = ""
+    then: "Request | None" = None       # follow-up run after success (clear errors -> enable)
+
+    def finish(self, success: bool, message: str) -> None:
+        self.success, self.message = success, message
+        self.done.set()
+
+
+@dataclass(frozen=True)
+class JointLimitArrays:
+    """Per-motor limits in joint units, in the group's motor order."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+@dataclass
+class Command:
+    """A validated, clamped command in joint units."""
+
+    p: np.ndarray
+    v: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    t: np.ndarray
+    stamp: float
+
+
+class CommandError(ValueError):
+    """A command that cannot be used at all (wrong length, non-finite)."""
+
+
+def _finite(name: str, values: np.ndarray) -> None:
+    if not np.all(np.isfinite(values)):
+        raise CommandError(f"{name} has non-finite values {values.tolist()}")
+
+
+class MotorGroup:
+    """Arms and torso: joints (+ an optional gripper motor last) in MIT or PID (force-position) mode."""
+
+    def __init__(self, spec: GroupSpec, limits: JointLimitArrays, command_timeout: float = 0.2,
+                 reply_timeout: float = 0.05, enable_on_start: bool = True):
+        self.spec = spec
+        self.name = spec.name
+        self.table = TABLES[spec.kind]
+        self.limits = limits
+        self.command_timeout = command_timeout
+        self.reply_timeout = reply_timeout
+        self.motors = spec.motors
+        n = len(self.motors)
+        self.n = n
+        self.n_joints = n - (1 if spec.gripper else 0)
+        self.ratio = np.array([m.metres_per_rad for m in self.motors])
+        self.tmax = np.array([m.limits.tmax for m in self.motors])
+        self._by_mst = {m.mst_id: i for i, m in enumerate(self.motors)}
+        self._lock = threading.Lock()
+        # feedback, joint units
+        self.position = np.full(n, np.nan)
+        self.velocity = np.zeros(n)
+        self.effort = np.zeros(n)
+        self.t_mos = np.zeros(n)
+        self.t_rotor = np.zeros(n)
+        self.status = np.full(n, -1, dtype=int)
+        self.stamp = np.full(n, -math.inf)
+        self._jumped = np.zeros(n, dtype=bool)
+        self._mode_echo = np.zeros(n, dtype=bool)
+        # control state
+        self.mode = "pid" if spec.boot_mode == "pid" else "mit"
+        self._target_mode = self.mode
+        self._wraps = ~np.isfinite(limits.lower)    # continuous joints (wheels): no jump detection
+        self.want_enabled = False
+        self._command: Command | None = None
+        self._gripper: Command | None = None
+        self._hold: Command | None = None
+        self._timed_out = False
+        self._requests: list[Request] = []
+        if enable_on_start:
+            start = Request(Function.DISABLE)
+            start.then = Request(Function.PID if self.mode == "pid" else Function.MIT, then=Request(Function.ENABLE))
+            self._requests.append(start)
+        self.events: list[str] = []   # human-readable happenings for the node to log
+
+    # -- motor modes ---------------------------------------------------------------------
+    def motor_modes(self, mode: str) -> list[ControlMode]:
+        return [ControlMode.FORCE_POS if mode == "pid" else ControlMode.MIT] * self.n
+
+    # -- commands --------------------------------------------------------------------------
+    def set_command(self, p: Sequence[float], v: Sequence[float], kp: Sequence[float], kd: Sequence[float],
+                    t: Sequence[float], now: float) -> list[str]:
+        """Take a motor_control command (6 joints, or 7 with the gripper); returns what was clamped.
+
+        Raises CommandError for a command that cannot be used at all.
+        """
+        n, nj = self.n, self.n_joints
+        arrays = {name: np.asarray(values, dtype=float) for name, values in
+                  (("p_des", p), ("v_des", v), ("kp", kp), ("kd", kd), ("t_ff", t))}
+        lengths = {k: a.size for k, a in arrays.items()}
+        accepted = {nj, n} if self.spec.gripper else {n}
+        count = lengths["p_des"]
+        if count not in accepted:
+            raise CommandError(f"p_des has {count} entries; {self.name} takes {' or '.join(map(str, sorted(accepted)))}")
+        needed = ("p_des", "v_des", "t_ff") if self.mode == "pid" else ("p_des", "v_des", "kp", "kd", "t_ff")
+        for k in needed:
+            if lengths[k] != count:
+                raise CommandError(f"{k} has {lengths[k]} entries, p_des has {count}")
+        for k in needed:
+            _finite(k, arrays[k])
+        zeros = np.zeros(count)
+        cmd, notes = self._clamp(*(arrays[k] if k in needed else zeros for k in ("p_des", "v_des", "kp", "kd", "t_ff")),
+                                 slice(0, count), now)
+        with self._lock:
+            joints = Command(cmd.p[:nj], cmd.v[:nj], cmd.kp[:nj], cmd.kd[:nj], cmd.t[:nj], now)
+            self._command = joints
+            if count == n:
+                self._gripper = Command(cmd.p[nj:], cmd.v[nj:], cmd.kp[nj:], cmd.kd[nj:], cmd.t[nj:], now)
+            if self._timed_out:
+                self._timed_out = False
+                self.events.append(f"{self.name}: command stream resumed")
+        return notes
+
+    def set_gripper_motor_command(self, p: float, v: float, kp: float, kd: float, t: float, now: float) -> list[str]:
+        """control_gripper_*: one entry in the gripper motor's own units (rad, rad/s, N·m)."""
+        if not self.spec.gripper:
+            raise CommandError(f"{self.name} has no gripper")
+        raw = np.array([p, v, kp, kd, t], dtype=float)
+        _finite("gripper command", raw)
+        r = self.ratio[-1]
+        joint = (p * r, v * r, kp / (r * r), kd / (r * r), t / r)   # motor -> joint units
+        return self._set_gripper(*joint, now)
+
+    def set_gripper_stroke(self, stroke_mm: float, now: float) -> list[str]:
+        """position_control_gripper_*: the stroke (gap between the fingers) in mm, 0..100."""
+        if not self.spec.gripper:
+            raise CommandError(f"{self.name} has no gripper")
+        if not math.isfinite(stroke_mm):
+            raise CommandError(f"gripper stroke {stroke_mm} is not finite")
+        travel = stroke_mm / 2000.0          # each finger moves half the stroke, m
+        if self.mode == "pid":
+            i = self.n - 1
+            return self._set_gripper(travel, float(self.limits.velocity[i]), 0.0, 0.0, 1.0, now)
+        return self._set_gripper(travel, 0.0, self.spec.params["position_kp"], self.spec.params["position_kd"], 0.0, now)
+
+    def _set_gripper(self, p: float, v: float, kp: float, kd: float, t: float, now: float) -> list[str]:
+        i = slice(self.n - 1, self.n)
+        cmd, notes = self._clamp(np.array([p]), np.array([v]), np.array([kp]), np.array([kd]), np.array([t]), i, now)
+        with self._lock:
+            self._gripper = cmd
+        return notes
+
+    def _clamp(self, p: np.ndarray, v: np.ndarray, kp: np.ndarray, kd: np.ndarray, t: np.ndarray,
+               idx: slice, now: float) -> tuple[Command, list[str]]:
+        """Clamp to the URDF limits (and to what the motor's frame can carry); report what changed."""
+        lim = self.limits
+        lower, upper, vel, eff = lim.lower[idx], lim.upper[idx], lim.velocity[idx], lim.effort[idx]
+        r = self.ratio[idx]
+        out_p = np.clip(p, lower, upper)
+        if self.mode == "pid":
+            out_v = np.clip(v, 0.0, vel)
+            max_ratio = np.minimum(1.0, eff * r / self.tmax[idx])
+            out_t = np.clip(t, 0.0, max_ratio)
+            out_kp, out_kd = np.zeros_like(kp), np.zeros_like(kd)
+        else:
+            out_v = np.clip(v, -vel, vel)
+            out_kp = np.clip(kp, 0.0, damiao.KP_MAX / (r * r))
+            out_kd = np.clip(kd, 0.0, damiao.KD_MAX / (r * r))
+            out_t = np.clip(t, -eff, eff)
+        notes = [f"{name} clamped {a[a != b].round(4).tolist()} -> {b[a != b].round(4).tolist()}"
+                 for name, a, b in (("p_des", p, out_p), ("v_des", v, out_v), ("kp", kp, out_kp),
+                                    ("kd", kd, out_kd), ("t_ff", t, out_t)) if np.any(a != b)
+                 and not (name in ("kp", "kd") and self.mode == "pid")]
+        return Command(out_p, out_v, out_kp, out_kd, out_t, now), notes
+
+    # -- function frames -------------------------------------------------------------------
+    def request(self, function: Function, now: float) -> Request:
+        """Queue a function frame; wait on `request.done`. Refusals finish at once."""
+        req = Request(Function(function))
+        with self._lock:
+            refusal = self._refusal(req.function)
+            if refusal:
+                req.finish(False, refusal)
+                return req
+            if req.function == Function.CLEAR_ERRORS and self.want_enabled:
+                req.then = Request(Function.ENABLE)
+            self._requests.append(req)
+        return req
+
+    def _refusal(self, function: Function) -> str:
+        if function in (Function.MIT, Function.PID, Function.CALIBRATE):
+            enabled = [self.motors[i].joint for i in range(self.n) if self.status[i] == Status.ENABLED]
+            if self.want_enabled or enabled:
+                what = "a mode change" if function != Function.CALIBRATE else "calibration"
+                return (f"{self.name}: {what} needs the motors disabled first (command 2, then "
+                        f"{int(function)}, then 1); enabled: {', '.join(enabled) or 'group'}")
+        return ""
+
+    def _run_request(self, req: Request, now: float) -> list[Frame]:
+        """Frames for the request in progress, and its completion when every motor confirmed."""
+        if req.deadline == 0.0:
+            req.deadline = now + REQUEST_TIMEOUT
+            self._start(req)
+        missing = self._unconfirmed(req)
+        if not missing:
+            self._complete(req, True, f"{self.name}: {req.function.name.lower()} done")
+            return []
+        if now > req.deadline:
+            joints = ", ".join(f"{self.motors[i].joint} (status {self._status_name(i)})" for i in missing)
+            self._complete(req, False, f"{self.name}: {req.function.name.lower()} not confirmed by {joints}")
+            return []
+        if now - req.last_sent < RESEND_PERIOD:
+            return [(damiao.REGISTER_ID, damiao.encode_status_request(m.esc_id)) for m in self.motors]
+        req.last_sent = now
+        return [self._request_frame(req.function, i) for i in range(self.n)]
+
+    def _start(self, req: Request) -> None:
+        f = req.function
+        if f == Function.ENABLE:
+            self.want_enabled = True
+            self._hold = None          # hold where the arm is when it comes alive
+        elif f == Function.DISABLE:
+            self.want_enabled = False
+        elif f in (Function.MIT, Function.PID):
+            self._mode_echo[:] = False
+            self._target_mode = "pid" if f == Function.PID else "mit"
+
+    def _request_frame(self, function: Function, i: int) -> Frame:
+        esc = self.motors[i].esc_id
+        if function == Function.ENABLE:
+            return esc, damiao.ENABLE
+        if function == Function.DISABLE:
+            return esc, damiao.DISABLE
+        if function == Function.CALIBRATE:
+            return esc, damiao.SET_ZERO
+        if function == Function.CLEAR_ERRORS:
+            return esc, damiao.CLEAR_ERROR
+        mode = self.motor_modes(self._target_mode)[i]
+        return damiao.REGISTER_ID, damiao.encode_register_write(esc, damiao.Register.CTRL_MODE, int(mode))
+
+    def _unconfirmed(self, req: Request) -> list[int]:
+        f, s = req.function, self.status
+        if f == Function.ENABLE:
+            ok = s == Status.ENABLED
+        elif f == Function.DISABLE:
+            ok = s == Status.DISABLED
+        elif f == Function.CALIBRATE:
+            ok = np.abs(self.position / self.ratio) < 1e-2
+        elif f == Function.CLEAR_ERRORS:
+            ok = (s == Status.ENABLED) | (s == Status.DISABLED)
+        else:
+            ok = self._mode_echo
+        return [int(i) for i in np.flatnonzero(~ok)]
+
+    def _complete(self, req: Request, success: bool, message: str) -> None:
+        self._requests.pop(0)
+        if success and req.function in (Function.MIT, Function.PID):
+            self.mode = self._target_mode
+            self._command = self._gripper = self._hold = None   # old commands meant another mode
+        if success and req.then is not None:
+            follow = req.then
+            follow.done = req.done          # the caller waits for the whole chain
+            self._requests.insert(0, follow)
+            self.events.append(message)
+            return
+        if not success and req.function == Function.ENABLE:
+            self.want_enabled = False
+        self.events.append(message)
+        req.finish(success, message)
+
+    def _status_name(self, i: int) -> str:
+        s = int(self.status[i])
+        if s < 0:
+            return "no reply"
+        try:
+            return Status(s).name
+        except ValueError:
+            return hex(s)
+
+    # -- the cycle -------------------------------------------------------------------------
+    def frames(self, now: float) -> list[Frame]:
+        """Everything to send to this group's motors in this cycle."""
+        with self._lock:
+            if self._requests and not np.any(np.isnan(self.position)):
+                frames = self._run_request(self._requests[0], now)
+                if frames:
+                    return frames
+            if self.want_enabled and not np.any(np.isnan(self.position)) and not self._requests:
+                return self._command_frames(now)
+            return [(damiao.REGISTER_ID, damiao.encode_status_request(m.esc_id)) for m in self.motors]
+
+    def _active_command(self, now: float) -> Command:
+        """The command to send: the latest, or a hold when there is none or it went stale."""
+        cmd = self._command
+        if cmd is not None and now - cmd.stamp > self.command_timeout:
+            if not self._timed_out:
+                self._timed_out = True
+                self.events.append(f"{self.name}: no command for {self.command_timeout:.2f} s, holding position")
+            self._hold = self._hold_from(cmd)
+            self._command = None
+            cmd = None
+        if cmd is None:
+            if self._hold is None:
+                self._hold = self._hold_here(now)
+            cmd = self._hold
+        return cmd
+
+    def _hold_from(self, cmd: Command) -> Command:
+        """Stay at the last commanded position, at rest, with the last gains and feed-forward."""
+        if self.mode == "pid":
+            return Command(cmd.p, self.limits.velocity[:self.n_joints] * 0.2, cmd.kp, cmd.kd, cmd.t, cmd.stamp)
+        kp = np.where(cmd.kp > 0, cmd.kp, self.spec.hold_kp)
+        kd = np.where(cmd.kd > 0, cmd.kd, self.spec.hold_kd)
+        return Command(cmd.p, np.zeros_like(cmd.v), kp, kd, cmd.t, cmd.stamp)
+
+    def _hold_here(self, now: float) -> Command:
+        nj = self.n_joints
+        p = np.clip(self.position[:nj], self.limits.lower[:nj], self.limits.upper[:nj])
+        if self.mode == "pid":
+            ratio = np.minimum(1.0, self.limits.effort[:nj] / self.tmax[:nj])
+            return Command(p, self.limits.velocity[:nj] * 0.2, np.zeros(nj), np.zeros(nj), ratio, now)
+        return Command(p, np.zeros(nj), np.array(self.spec.hold_kp), np.array(self.spec.hold_kd), np.zeros(nj), now)
+
+    def _gripper_command(self, now: float) -> Command:
+        i = self.n - 1
+        if self._gripper is None:
+            p = float(np.clip(self.position[i], self.limits.lower[i], self.limits.upper[i]))
+            if self.mode == "pid":
+                self._gripper = Command(np.array([p]), self.limits.velocity[i:] * 0.5, np.zeros(1), np.zeros(1),
+                                        np.ones(1) * min(1.0, self.limits.effort[i] * self.ratio[i] / self.tmax[i]), now)
+            else:
+                g = self.spec.params
+                self._gripper = Command(np.array([p]), np.zeros(1), np.array([g["hold_kp"]]),
+                                        np.array([g["hold_kd"]]), np.zeros(1), now)
+        return self._gripper
+
+    def _command_frames(self, now: float) -> list[Frame]:
+        cmd = self._active_command(now)
+        if self.spec.gripper:
+            g = self._gripper_command(now)
+            cmd = Command(*(np.concatenate([a, b]) for a, b in ((cmd.p, g.p), (cmd.v, g.v), (cmd.kp, g.kp),
+                                                                  (cmd.kd, g.kd), (cmd.t, g.t))), cmd.stamp)
+        r = self.ratio
+        if self.mode == "pid":
+            return [(damiao.command_id(m.esc_id, ControlMode.FORCE_POS),
+                     damiao.encode_force_pos(p / ri, v / ri, t))
+                    for m, p, v, t, ri in zip(self.motors, cmd.p, cmd.v, cmd.t, r)]
+        p, v = self._torque_bounded(cmd)
+        return [(m.esc_id, damiao.encode_mit(pi / ri, vi / ri, kpi * ri * ri, kdi * ri * ri, ti * ri, m.limits))
+                for m, pi, vi, kpi, kdi, ti, ri in zip(self.motors, p, v, cmd.kp, cmd.kd, cmd.t, r)]
+
+    def _torque_bounded(self, cmd: Command) -> tuple[np.ndarray, np.ndarray]:
+        """Move p_des (then v_des) so kp·Δp + kd·Δv + t_ff at the last measured state stays within the effort limit."""
+        eff = self.limits.effort
+        dv = cmd.v - self.velocity
+        tau = cmd.kp * (cmd.p - self.position) + cmd.kd * dv + cmd.t
+        over = np.abs(tau) > eff
+        if not np.any(over):
+            return cmd.p, cmd.v
+        target = np.sign(tau) * eff
+        p, v = cmd.p.copy(), cmd.v.copy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fix_p = over & (cmd.kp > 0)
+            p[fix_p] = (self.position + (target - cmd.kd * dv - cmd.t) / cmd.kp)[fix_p]
+            rest = over & ~fix_p & (cmd.kd > 0)
+            v[rest] = (self.velocity + (target - cmd.t) / cmd.kd)[rest]
+        return np.clip(p, self.limits.lower, self.limits.upper), v
+
+    # -- feedback --------------------------------------------------------------------------
+    def on_frame(self, arbitration_id: int, data: bytes, now: float) -> bool:
+        """A received frame; returns False when it is not one of this group's motors."""
+        i = self._by_mst.get(arbitration_id)
+        if i is None:
+            return False
+        with self._lock:
+            if self._requests and self._requests[0].function in (Function.MIT, Function.PID):
+                reply = damiao.decode_register_reply(data)
+                if reply is not None and reply.rid == damiao.Register.CTRL_MODE:
+                    want = self.motor_modes(self._target_mode)[i]
+                    self._mode_echo[i] = int(reply.value) == int(want)
+                    return True
+            fb = damiao.decode_feedback(data, self.motors[i].limits)
+            r = self.ratio[i]
+            p = fb.position * r
+            old = self.position[i]
+            if not self._wraps[i] and not math.isnan(old) and abs(p - old) > JUMP_THRESHOLD * r and now - self.stamp[i] < 0.1:
+                self._jumped[i] = True
+            self.position[i] = p
+            self.velocity[i] = fb.velocity * r
+            self.effort[i] = fb.torque / r
+            self.t_mos[i], self.t_rotor[i] = fb.t_mos, fb.t_rotor
+            self.status[i] = int(fb.status)
+            self.stamp[i] = now
+        return True
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions, velocities and efforts in joint units (NaN position until a motor answered)."""
+        with self._lock:
+            return self.position.copy(), self.velocity.copy(), self.effort.copy()
+
+    @property
+    def ready(self) -> bool:
+        return not np.any(np.isnan(self.position))
+
+    def conditions(self, now: float) -> list[set[Condition]]:
+        """What is wrong with each motor now (and position jumps since the last call)."""
+        with self._lock:
+            out = []
+            lim = self.limits
+            for i in range(self.n):
+                c: set[Condition] = set()
+                if self.stamp[i] == -math.inf:
+                    c.add(Condition.DISCONNECTED)
+                elif now - self.stamp[i] > self.reply_timeout:
+                    c.add(Condition.RECEIVE_TIMEOUT)
+                else:
+                    try:
+                        cond = STATUS_CONDITION.get(Status(int(self.status[i])))
+                    except ValueError:
+                        cond = None
+                    if cond is not None:
+                        c.add(cond)
+                    p = self.position[i]
+                    tol = POSITION_TOLERANCE * self.ratio[i]
+                    if p < lim.lower[i] - tol or p > lim.upper[i] + tol:
+                        c.add(Condition.POSITION_EXCEEDED)
+                    if abs(self.velocity[i]) > VELOCITY_MARGIN * lim.velocity[i]:
+                        c.add(Condition.VELOCITY_EXCEEDED)
+                    if abs(self.effort[i]) > lim.effort[i] * 1.05:
+                        c.add(Condition.TORQUE_EXCEEDED)
+                if self._jumped[i]:
+                    c.add(Condition.POSITION_JUMP)
+                    self._jumped[i] = False
+                out.append(c)
+            return out
+
+    def take_events(self) -> list[str]:
+        with self._lock:
+            events, self.events = self.events, []
+        return events
+
+
+class ChassisGroup(MotorGroup):
+    """Three steer motors (force-position) and three wheel motors (velocity mode).
+
+    Commands and feedback speak the guide's units: steer angles [rad] and wheel
+    linear speeds [m/s] (wheel rad/s times the wheel radius).
+    """
+
+    def __init__(self, spec: GroupSpec, limits: JointLimitArrays, command_timeout: float = 0.2,
+                 reply_timeout: float = 0.05, enable_on_start: bool = True):
+        super().__init__(spec, limits, command_timeout, reply_timeout, enable_on_start)
+        self.modules = len(self.motors) // 2
+        self.radius = spec.params["wheel_radius"]
+        self.steer_speed = spec.params.get("steer_speed_limit", 6.0)
+        self.steer_ratio = spec.params.get("steer_torque_ratio", 0.8)
+        self.wheel_acc = spec.params.get("wheel_acceleration_limit", 2.5)
+        self._steer_target: np.ndarray | None = None
+        self._wheel_target = np.zeros(self.modules)     # m/s as commanded
+        self._wheel_sent = np.zeros(self.modules)       # m/s after the stop ramp
+        self._last_cycle: float | None = None
+        if enable_on_start:
+            start = Request(Function.DISABLE)
+            start.then = Request(Function.MIT, then=Request(Function.ENABLE))
+            self._requests = [start]
+
+    def motor_modes(self, mode: str) -> list[ControlMode]:
+        return [ControlMode.FORCE_POS] * self.modules + [ControlMode.VEL] * self.modules
+
+    def set_command(self, p: Sequence[float], v: Sequence[float], kp: Sequence[float], kd: Sequence[float],
+                    t: Sequence[float], now: float) -> list[str]:
+        """control_chassis: p_des = steer angles [fl, fr, rear], v_des = wheel linear speeds [m/s]."""
+        m = self.modules
+        steer, speed = np.asarray(p, dtype=float), np.asarray(v, dtype=float)
+        if steer.size != m or speed.size != m:
+            raise CommandError(f"chassis takes {m} steer angles in p_des and {m} wheel speeds in v_des, "
+                               f"got {steer.size} and {speed.size}")
+        _finite("p_des", steer)
+        _finite("v_des", speed)
+        lo, hi = self.limits.lower[:m], self.limits.upper[:m]
+        vmax = self.limits.velocity[m:] * self.radius
+        out_s, out_v = np.clip(steer, lo, hi), np.clip(speed, -vmax, vmax)
+        notes = [f"{name} clamped {a[a != b].round(4).tolist()} -> {b[a != b].round(4).tolist()}"
+                 for name, a, b in (("steer", steer, out_s), ("wheel speed", speed, out_v)) if np.any(a != b)]
+        with self._lock:
+            self._steer_target, self._wheel_target = out_s, out_v
+            self._command = Command(out_s, out_v, np.zeros(m), np.zeros(m), np.zeros(m), now)
+            if self._timed_out:
+                self._timed_out = False
+                self.events.append(f"{self.name}: command stream resumed")
+        return notes
+
+    def _command_frames(self, now: float) -> list[Frame]:
+        m = self.modules
+        dt = 0.0 if self._last_cycle is None else min(now - self._last_cycle, 0.1)
+        self._last_cycle = now
+        if self._steer_target is None:
+            self._steer_target = np.clip(self.position[:m], self.limits.lower[:m], self.limits.upper[:m])
+        if self._command is not None and now - self._command.stamp > self.command_timeout:
+            if not self._timed_out:
+                self._timed_out = True
+                self.events.append(f"{self.name}: no command for {self.command_timeout:.2f} s, wheels ramp to zero")
+            self._wheel_target = np.zeros(m)
+        step = self.wheel_acc * dt
+        self._wheel_sent = self._wheel_sent + np.clip(self._wheel_target - self._wheel_sent, -step, step)
+        ratio = min(self.steer_ratio, 1.0)
+        frames = []
+        for j in range(m):
+            steer, wheel = self.motors[j], self.motors[m + j]
+            limit = min(ratio, self.limits.effort[j] / steer.limits.tmax)
+            frames.append((damiao.command_id(steer.esc_id, ControlMode.FORCE_POS),
+                           damiao.encode_force_pos(float(self._steer_target[j]), self.steer_speed, limit)))
+            frames.append((damiao.command_id(wheel.esc_id, ControlMode.VEL),
+                           damiao.encode_vel(float(self._wheel_sent[j]) / self.radius)))
+        return frames
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Steer angles, wheel linear speeds [m/s], and six zero efforts (the guide's layout)."""
+        m = self.modules
+        with self._lock:
+            return self.position[:m].copy(), self.velocity[m:] * self.radius, np.zeros(2 * m)

@@ -1,0 +1,290 @@
+"""The HDAS ROS node: CAN buses <-> /hdas/* feedback, /motion_control/* commands, function frames.
+
+A thin wrapper: the motor groups (`hdas.motor_group`) hold the control and
+safety logic, the boards (`hdas.boards`) turn board frames into messages, the
+buses (`hdas.bus`) move frames. This file reads params, wires topics and
+services to them and publishes at the rates of the stock driver.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+import numpy as np
+import rospy
+from hdas_msg.msg import feedback_status, feedback_status_detail, motor_control
+from hdas_msg.srv import FunctionFrame, FunctionFrameRequest, FunctionFrameResponse
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float32
+
+from hdas.boards import Board, make_board
+from hdas.bus import DriverBus, open_bus
+from hdas.config import ConfigError, RobotConfig, parse_config
+from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
+from hdas.urdf_limits import limit_arrays, read_limits
+
+# Stock topic params (r1_sdk_facts.md §2.2): param name -> default topic.
+TOPICS = {
+    "left_arm_feedback_topic": "/hdas/feedback_arm_left",
+    "right_arm_feedback_topic": "/hdas/feedback_arm_right",
+    "left_gripper_feedback_topic": "/hdas/feedback_gripper_left",
+    "right_gripper_feedback_topic": "/hdas/feedback_gripper_right",
+    "torso_feedback_topic_name": "/hdas/feedback_torso",
+    "chassis_feedback_topic_name": "/hdas/feedback_chassis",
+    "left_arm_joint_control_topic": "/motion_control/control_arm_left",
+    "right_arm_joint_control_topic": "/motion_control/control_arm_right",
+    "left_gripper_joint_control_topic": "/motion_control/control_gripper_left",
+    "right_gripper_joint_control_topic": "/motion_control/control_gripper_right",
+    "left_gripper_position_control_topic": "/motion_control/position_control_gripper_left",
+    "right_gripper_position_control_topic": "/motion_control/position_control_gripper_right",
+    "torso_control_command_topic_name": "/motion_control/control_torso",
+    "chassis_control_command_topic_name": "/motion_control/control_chassis",
+    "left_arm_error_topic_name": "/hdas/feedback_status_arm_left",
+    "right_arm_error_topic_name": "/hdas/feedback_status_arm_right",
+    "left_gripper_error_topic_name": "/hdas/feedback_status_gripper_left",
+    "right_gripper_error_topic_name": "/hdas/feedback_status_gripper_right",
+    "torso_error_topic_name": "/hdas/feedback_status_torso",
+    "chassis_error_topic_name": "/hdas/feedback_status_chassis",
+    "chassis_imu_feedback_topic_name": "/hdas/imu_chassis",
+    "torso_imu_feedback_topic_name": "/hdas/imu_torso",
+    "bms_feedback_topic_name": "/hdas/bms",
+    "controller_topic_name": "/controller",
+    "function_frame_service_left_arm_name": "/hdas/function_frame_left_arm",
+    "function_frame_service_right_arm_name": "/hdas/function_frame_right_arm",
+    "function_frame_service_torso_name": "/hdas/function_frame_torso",
+}
+# group -> (feedback, command, status, service) topic params
+GROUP_TOPICS = {
+    "left_arm": ("left_arm_feedback_topic", "left_arm_joint_control_topic", "left_arm_error_topic_name",
+                 "function_frame_service_left_arm_name"),
+    "right_arm": ("right_arm_feedback_topic", "right_arm_joint_control_topic", "right_arm_error_topic_name",
+                  "function_frame_service_right_arm_name"),
+    "torso": ("torso_feedback_topic_name", "torso_control_command_topic_name", "torso_error_topic_name",
+              "function_frame_service_torso_name"),
+    "chassis": ("chassis_feedback_topic_name", "chassis_control_command_topic_name", "chassis_error_topic_name",
+                None),
+}
+GRIPPER_TOPICS = {
+    "left_arm": ("left_gripper_feedback_topic", "left_gripper_joint_control_topic",
+                 "left_gripper_position_control_topic", "left_gripper_error_topic_name"),
+    "right_arm": ("right_gripper_feedback_topic", "right_gripper_joint_control_topic",
+                  "right_gripper_position_control_topic", "right_gripper_error_topic_name"),
+}
+BOARD_TOPICS = {"imu_chassis": "chassis_imu_feedback_topic_name", "imu_torso": "torso_imu_feedback_topic_name",
+                "bms": "bms_feedback_topic_name", "remote": "controller_topic_name"}
+SERVICE_WAIT = 3.0   # [s] a function frame's answer
+
+
+class Throttle:
+    """At most one log line per key per period, with a count of what was suppressed."""
+
+    def __init__(self, period: float = 2.0):
+        self.period = period
+        self._last: dict[str, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, log: Callable[[str], None], key: str, text: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            last, skipped = self._last.get(key, (-1e9, 0))
+            if now - last < self.period:
+                self._last[key] = (last, skipped + 1)
+                return
+            self._last[key] = (now, 0)
+        log(text + (f" ({skipped} more like this suppressed)" if skipped else ""))
+
+
+class HdasNode:
+    def __init__(self) -> None:
+        self.throttle = Throttle()
+        self.topics = {k: rospy.get_param(f"~{k}", v) for k, v in TOPICS.items()}
+        try:
+            self.config: RobotConfig = parse_config(rospy.get_param("~"))
+        except (ConfigError, KeyError) as e:
+            raise SystemExit(f"HDAS: bad configuration: {e}")
+        urdf = rospy.get_param(rospy.get_param("~robot_description_param", "robot_description"), "")
+        if not urdf:
+            raise SystemExit("HDAS: no robot_description on the parameter server (joint limits come from the URDF)")
+        limits = read_limits(urdf)
+        cfg = self.config
+        self.groups: dict[str, MotorGroup] = {}
+        for name, spec in cfg.groups.items():
+            cls = ChassisGroup if spec.kind == "chassis" else MotorGroup
+            self.groups[name] = cls(spec, limit_arrays(limits, [m.joint for m in spec.motors]),
+                                    cfg.command_timeout, cfg.reply_timeout, cfg.enable_on_start)
+        self.buses: dict[str, DriverBus] = {}
+        for name, spec in cfg.buses.items():
+            load = cfg.bus_load(name)
+            text = (f"HDAS: bus {name} ({spec.interface} {spec.channel}, {spec.rate_hz:g} Hz): expected load "
+                    f"{cfg.frames_per_second(name):.0f} frames/s = {100 * load:.0f} % of {spec.bitrate / 1e6:g} Mbit/s")
+            (rospy.logwarn if load > 0.8 else rospy.loginfo)(text + (" (above 80 %)" if load > 0.8 else ""))
+            try:
+                bus = open_bus(spec)
+            except Exception as e:
+                raise SystemExit(f"HDAS: cannot open bus {name} ({spec.interface} {spec.channel}): {e}")
+            self.buses[name] = DriverBus(spec, bus, self._bus_error)
+        self._wire_groups()
+        self._wire_boards()
+        self._status_pubs_and_timer()
+
+    # -- wiring ------------------------------------------------------------------------------
+    def _pub(self, param: str, cls: type, queue: int = 10) -> rospy.Publisher:
+        return rospy.Publisher(self.topics[param], cls, queue_size=queue)
+
+    def _wire_groups(self) -> None:
+        for name, group in self.groups.items():
+            fb_param, cmd_param, _, srv_param = GROUP_TOPICS.get(name, (None, None, None, None))
+            bus = self.buses[group.spec.bus]
+            bus.add_source(group.frames)
+            bus.add_sink(group.on_frame)
+            if fb_param:
+                bus.after_send(self._feedback_publisher(group, self._pub(fb_param, JointState)))
+            if cmd_param:
+                rospy.Subscriber(self.topics[cmd_param], motor_control, self._command_cb(group), queue_size=1,
+                                 tcp_nodelay=True)
+            if srv_param:
+                rospy.Service(self.topics[srv_param], FunctionFrame, self._service_cb(group))
+            if group.spec.gripper and name in GRIPPER_TOPICS:
+                fb, motor_cmd, stroke_cmd, _ = GRIPPER_TOPICS[name]
+                bus.after_send(self._gripper_publisher(group, self._pub(fb, JointState)))
+                rospy.Subscriber(self.topics[motor_cmd], motor_control, self._gripper_motor_cb(group), queue_size=1)
+                rospy.Subscriber(self.topics[stroke_cmd], Float32, self._gripper_stroke_cb(group), queue_size=1)
+
+    def _wire_boards(self) -> None:
+        self.boards: list[Board] = []
+        for name, spec in self.config.boards.items():
+            param = BOARD_TOPICS.get(name)
+            topic = self.topics[param] if param else f"/hdas/{name}"
+            board = make_board(spec, topic)
+            self.boards.append(board)
+            self.buses[spec.bus].add_sink(board.on_frame)
+
+    def _feedback_publisher(self, group: MotorGroup, pub: rospy.Publisher) -> Callable[[float], None]:
+        if isinstance(group, ChassisGroup):
+            names = [m.joint for m in group.motors[:group.modules]]
+        else:
+            names = [m.joint for m in group.motors]
+        msg = JointState(name=names)
+
+        def publish(now: float) -> None:
+            if not group.ready:
+                return
+            p, v, e = group.snapshot()
+            msg.header.stamp = rospy.Time.now()
+            msg.position, msg.velocity, msg.effort = p.tolist(), v.tolist(), e.tolist()
+            pub.publish(msg)
+        return publish
+
+    def _gripper_publisher(self, group: MotorGroup, pub: rospy.Publisher) -> Callable[[float], None]:
+        msg = JointState(name=[group.spec.gripper.joint])
+
+        def publish(now: float) -> None:
+            if not group.ready:
+                return
+            p, _, _ = group.snapshot()
+            msg.header.stamp = rospy.Time.now()
+            msg.position = [float(p[-1]) * 2000.0]    # stroke (finger gap) in mm, as the guide
+            pub.publish(msg)
+        return publish
+
+    # -- commands and services -------------------------------------------------------------
+    def _command_cb(self, group: MotorGroup) -> Callable[[motor_control], None]:
+        def callback(msg: motor_control) -> None:
+            try:
+                notes = group.set_command(msg.p_des, msg.v_des, msg.kp, msg.kd, msg.t_ff, time.monotonic())
+            except CommandError as e:
+                self.throttle(rospy.logerr, f"{group.name}/bad", f"HDAS: {group.name} command dropped: {e}")
+                return
+            for note in notes:
+                self.throttle(rospy.logwarn, f"{group.name}/{note.split()[0]}", f"HDAS: {group.name} command {note}")
+        return callback
+
+    def _gripper_motor_cb(self, group: MotorGroup) -> Callable[[motor_control], None]:
+        def callback(msg: motor_control) -> None:
+            try:
+                fields = [msg.p_des, msg.v_des, msg.kp, msg.kd, msg.t_ff]
+                if any(len(f) != 1 for f in fields):
+                    raise CommandError(f"gripper commands take 1 entry per field, got {[len(f) for f in fields]}")
+                notes = group.set_gripper_motor_command(*(f[0] for f in fields), time.monotonic())
+            except CommandError as e:
+                self.throttle(rospy.logerr, f"{group.name}/gripper", f"HDAS: {group.name} gripper command dropped: {e}")
+                return
+            for note in notes:
+                self.throttle(rospy.logwarn, f"{group.name}/gripper-clamp", f"HDAS: {group.name} gripper {note}")
+        return callback
+
+    def _gripper_stroke_cb(self, group: MotorGroup) -> Callable[[Float32], None]:
+        def callback(msg: Float32) -> None:
+            try:
+                notes = group.set_gripper_stroke(msg.data, time.monotonic())
+            except CommandError as e:
+                self.throttle(rospy.logerr, f"{group.name}/stroke", f"HDAS: {group.name} gripper stroke dropped: {e}")
+                return
+            for note in notes:
+                self.throttle(rospy.logwarn, f"{group.name}/stroke-clamp", f"HDAS: {group.name} gripper stroke {note}")
+        return callback
+
+    def _service_cb(self, group: MotorGroup) -> Callable[[FunctionFrameRequest], FunctionFrameResponse]:
+        def callback(req: FunctionFrameRequest) -> FunctionFrameResponse:
+            try:
+                function = Function(req.command)
+            except ValueError:
+                return FunctionFrameResponse(False, f"unknown command {req.command}: 1 enable, 2 disable, "
+                                                    "3 calibrate, 4 clear errors, 5 MIT, 6 PID")
+            pending = group.request(function, time.monotonic())
+            if not pending.done.wait(SERVICE_WAIT):
+                return FunctionFrameResponse(False, f"{group.name}: {function.name.lower()} still running after "
+                                                    f"{SERVICE_WAIT:.0f} s")
+            (rospy.loginfo if pending.success else rospy.logwarn)(f"HDAS: {pending.message}")
+            return FunctionFrameResponse(pending.success, pending.message)
+        return callback
+
+    # -- status ----------------------------------------------------------------------------
+    def _status_pubs_and_timer(self) -> None:
+        self._status_pubs = []
+        for name, group in self.groups.items():
+            status_param = GROUP_TOPICS.get(name, (None, None, None, None))[2]
+            joints = slice(0, group.n_joints)
+            if status_param:
+                self._status_pubs.append((group, joints, self._pub(status_param, feedback_status, 2)))
+            if group.spec.gripper and name in GRIPPER_TOPICS:
+                gripper = slice(group.n - 1, group.n)
+                self._status_pubs.append((group, gripper, self._pub(GRIPPER_TOPICS[name][3], feedback_status, 2)))
+        rospy.Timer(rospy.Duration(1.0 / self.config.status_rate), self._publish_status)
+
+    def _publish_status(self, _event: rospy.timer.TimerEvent) -> None:
+        now = time.monotonic()
+        conditions = {g.name: g.conditions(now) for g in self.groups.values()}
+        for group, part, pub in self._status_pubs:
+            msg = feedback_status()
+            msg.header.stamp = rospy.Time.now()
+            msg.name_id = group.name if part.start == 0 else f"{group.name}_gripper"
+            for motor, cond in zip(group.motors[part], conditions[group.name][part]):
+                code = group.table.code(cond)
+                msg.errors.append(feedback_status_detail(motor.joint, code, group.table.describe(code)))
+            pub.publish(msg)
+        for group in self.groups.values():
+            for event in group.take_events():
+                rospy.loginfo(f"HDAS: {event}")
+
+    def _bus_error(self, text: str) -> None:
+        self.throttle(rospy.logerr, text.split(":")[0], f"HDAS: {text}")
+
+    # -- life cycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        for bus in self.buses.values():
+            bus.start()
+        rospy.loginfo("HDAS: running %s on %s", ", ".join(self.groups), ", ".join(self.buses))
+
+    def stop(self) -> None:
+        for bus in self.buses.values():
+            bus.stop()
+
+
+def main() -> None:
+    rospy.init_node("HDAS")
+    node = HdasNode()
+    node.start()
+    rospy.on_shutdown(node.stop)
+    rospy.spin()

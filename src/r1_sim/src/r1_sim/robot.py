@@ -1,0 +1,220 @@
+"""The simulated R1: motors and boards on their buses, over the physics.
+
+`SimRobot` is ROS-free. The node feeds it received frames (`handle`) and time
+(`step`, at the physics rate) and puts the frames it emits on the buses. Which
+motor sits on which bus under which ids comes from HDAS's own config, so the
+simulator answers exactly the ids the driver speaks to; how each motor moves
+the body comes from the URDF (pinocchio) and the chassis model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from hdas import board_frames, damiao
+from hdas.config import GroupSpec, MotorSpec, RobotConfig
+from r1_sim.motor import SimMotor
+from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim, UpperBodySim
+
+Frame = tuple[int, bytes]
+GRAVITY = 9.81
+
+
+@dataclass
+class Slot:
+    """One simulated motor and what it drives."""
+
+    bus: str
+    group: str
+    spec: MotorSpec
+    motor: SimMotor
+    kind: str            # "body" (a pinocchio joint), "gripper" (both fingers), "steer", "wheel"
+    index: int           # body joint index, or chassis module
+    index2: int = -1     # second finger of a gripper
+
+
+class SimRobot:
+    """Motors, boards and physics of one R1, driven by CAN frames and time."""
+
+    def __init__(self, config: RobotConfig, urdf_xml: str, params: Mapping[str, Any], now: float):
+        self.config = config
+        self.params = params
+        body_joints: list[str] = []
+        self.slots: list[Slot] = []
+        # chassis geometry from the URDF joint origins of the steer joints
+        chassis: GroupSpec | None = next((g for g in config.groups.values() if g.kind == "chassis"), None)
+        for group in config.groups.values():
+            if group.kind == "chassis":
+                continue
+            for spec in group.motors:
+                if spec is group.gripper:
+                    body_joints += [spec.joint, spec.joint.replace("joint1", "joint2")]
+                else:
+                    body_joints.append(spec.joint)
+        self.body_joints = body_joints
+        self.body = UpperBodySim(urdf_xml, body_joints, **self._friction(body_joints))
+        start = np.array([float(params.get("start_pose", {}).get(j, 0.0)) for j in body_joints])
+        self.body.set_state(start, np.zeros(len(body_joints)))
+        self.chassis = SwerveChassisSim() if chassis else None
+        timeout_units = int(round(float(params.get("comm_timeout_s", 0.0)) / 50e-6))
+        loops = params.get("motor_loops", {})
+        for group in config.groups.values():
+            for k, spec in enumerate(group.motors):
+                if group.kind == "chassis":
+                    modules = len(group.motors) // 2
+                    kind, index = ("steer", k) if k < modules else ("wheel", k - modules)
+                    gains = loops.get(kind, {})
+                elif spec is group.gripper:
+                    kind, index = "gripper", body_joints.index(spec.joint)
+                    gains = loops.get("gripper", {})
+                else:
+                    kind, index = "body", body_joints.index(spec.joint)
+                    gains = loops.get(group.kind, {})
+                motor = SimMotor(spec.esc_id, spec.mst_id, spec.limits, timeout=timeout_units,
+                                 kp_apr=float(gains.get("kp_apr", 20.0)), kp_asr=float(gains.get("kp_asr", 5.0)))
+                slot = Slot(group.bus, group.name, spec, motor, kind, index)
+                if kind == "gripper":
+                    slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))
+                self.slots.append(slot)
+        self._command_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}
+        self._register_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}
+        for slot in self.slots:
+            for mode in damiao.ControlMode:
+                self._command_ids[slot.bus][damiao.command_id(slot.spec.esc_id, mode)] = slot
+            self._register_ids[slot.bus][slot.spec.esc_id] = slot
+        self._torso = np.array([s.kind == "body" and s.group == "torso" for s in self.slots])
+        self._braked_joints = [s.index for s in self.slots if s.kind == "body" and self.config.groups[s.group].kind == "torso"]
+        self.imu = {name: ImuModel() for name, b in config.boards.items() if b.kind == "imu"}
+        battery = params.get("battery", {})
+        self.battery = BatteryModel(capacity_ah=float(battery.get("capacity_ah", 30.0)),
+                                    state_of_charge=float(battery.get("state_of_charge", 0.9)))
+        self.remote_mode = int(params.get("remote", {}).get("mode", 5))
+        self.remote_sticks = [0.0, 0.0, 0.0, 0.0]
+        self._next_board = {name: now for name in config.boards}
+        self._imu_seq = 0
+        self._power = 0.0
+        self.time = now
+        self._sync_motor_state(now)
+
+    def _friction(self, joints: list[str]) -> dict[str, np.ndarray]:
+        table = self.params.get("friction", {})
+        out = {"viscous": np.zeros(len(joints)), "coulomb": np.zeros(len(joints)), "armature": np.zeros(len(joints))}
+        for i, joint in enumerate(joints):
+            for prefix, values in table.items():
+                if prefix in joint:
+                    for k in out:
+                        out[k][i] = float(values.get(k, 0.0))
+        return out
+
+    # -- frames ------------------------------------------------------------------------------
+    def handle(self, bus: str, arbitration_id: int, data: bytes) -> Iterable[Frame]:
+        """A frame the driver sent; the addressed motor's reply, if any."""
+        if arbitration_id == damiao.REGISTER_ID:
+            slot = self._register_ids[bus].get(data[0] | data[1] << 8) if len(data) >= 2 else None
+        else:
+            slot = self._command_ids[bus].get(arbitration_id)
+        if slot is None:
+            return ()
+        reply = slot.motor.handle(arbitration_id, data, self.time)
+        return ((slot.spec.mst_id, reply),) if reply is not None else ()
+
+    def board_frames(self, now: float) -> list[tuple[str, int, bytes]]:
+        """Periodic frames of the IMUs, the BMS and the remote controller that are due."""
+        out = []
+        for name, spec in self.config.boards.items():
+            if now < self._next_board[name]:
+                continue
+            self._next_board[name] = max(self._next_board[name] + 1.0 / spec.rate_hz, now - 0.5 / spec.rate_hz)
+            if spec.kind == "imu":
+                rpy, gyro, acc = self.imu_reading(name)
+                self._imu_seq = (self._imu_seq + 1) & 0xFF
+                out += [(spec.bus, spec.can_id, f) for f in board_frames.encode_imu(self._imu_seq, rpy, gyro, acc)]
+            elif spec.kind == "bms":
+                b = self.battery
+                out.append((spec.bus, spec.can_id, board_frames.encode_bms(
+                    board_frames.BmsReport(b.voltage, b.current, b.state_of_charge, 30.0, 0))))
+            elif spec.kind == "remote":
+                raw = [board_frames.stick_to_raw(x) for x in self.remote_sticks]
+                out.append((spec.bus, spec.can_id, board_frames.encode_remote(
+                    board_frames.RemoteReport(raw, self.remote_mode, True))))
+        return out
+
+    # -- physics -----------------------------------------------------------------------------
+    def step(self, dt: float, now: float) -> None:
+        """Advance the world by dt: motor torques at the current state, then integrate."""
+        self.time = now
+        q, v = self.body.positions, self.body.velocities
+        tau = np.zeros(len(self.body_joints))
+        chassis = self.chassis
+        m = 3
+        steer_tau, wheel_tau = np.zeros(m), np.zeros(m)
+        power = 0.0
+        for s in self.slots:
+            r = s.spec.metres_per_rad
+            if s.kind == "body":
+                t = s.motor.torque(q[s.index], v[s.index], now)
+                tau[s.index] = t
+                power += abs(t * v[s.index])
+            elif s.kind == "gripper":
+                # the linkage moves both fingers: motor angle = mean finger travel / ratio
+                pos = 0.5 * (q[s.index] + q[s.index2]) / r
+                vel = 0.5 * (v[s.index] + v[s.index2]) / r
+                t = s.motor.torque(pos, vel, now)
+                tau[s.index] = tau[s.index2] = t / (2 * r)
+                power += abs(t * vel)
+            elif s.kind == "steer":
+                t = s.motor.torque(chassis.steer_angles[s.index], chassis.steer_rates[s.index], now)
+                steer_tau[s.index] = t
+                power += abs(t * chassis.steer_rates[s.index])
+            else:
+                t = s.motor.torque(chassis.wheel_angles[s.index], chassis.wheel_speeds[s.index], now)
+                wheel_tau[s.index] = t
+                power += abs(t * chassis.wheel_speeds[s.index])
+        brakes = np.zeros(len(self.body_joints), dtype=bool)
+        for s in self.slots:
+            if s.kind == "body" and self.config.groups[s.group].kind == "torso":
+                brakes[s.index] = not s.motor.enabled
+        self.body.set_brakes(brakes)
+        self.body.step(tau, dt)
+        if chassis:
+            chassis.step(steer_tau, wheel_tau, dt)
+        self.battery.step(power / 0.85, dt)
+        self._sync_motor_state(now, dt)
+
+    def _sync_motor_state(self, now: float, dt: float = 0.0) -> None:
+        """Tell each motor where its joint is, for its feedback replies and thermal model."""
+        q, v = self.body.positions, self.body.velocities
+        chassis = self.chassis
+        for s in self.slots:
+            r = s.spec.metres_per_rad
+            if s.kind == "body":
+                p, w = q[s.index], v[s.index]
+            elif s.kind == "gripper":
+                p, w = 0.5 * (q[s.index] + q[s.index2]) / r, 0.5 * (v[s.index] + v[s.index2]) / r
+            elif s.kind == "steer":
+                p, w = chassis.steer_angles[s.index], chassis.steer_rates[s.index]
+            else:
+                p, w = chassis.wheel_angles[s.index], chassis.wheel_speeds[s.index]
+            s.motor.set_state(p, w, now, dt)
+
+    def imu_reading(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(roll pitch yaw, gyro, specific force) of an IMU board."""
+        raise NotImplementedError
+
+    # -- faults and ground truth -----------------------------------------------------------
+    def slot(self, joint: str) -> Slot:
+        for s in self.slots:
+            if s.spec.joint == joint:
+                return s
+        raise KeyError(f"no simulated motor drives joint '{joint}'")
+
+    def joint_positions(self) -> dict[str, float]:
+        out = dict(zip(self.body_joints, self.body.positions.tolist()))
+        if self.chassis:
+            for k in range(3):
+                out[f"steer_motor_joint{k + 1}"] = float(self.chassis.steer_angles[k])
+                out[f"wheel_motor_joint{k + 1}"] = float(self.chassis.wheel_angles[k])
+        return out

@@ -1,0 +1,155 @@
+"""The `r1sim` python-can interface: a CAN bus carried over a local Unix socket.
+
+The simulated robot (`r1_sim` node) listens on one abstract Unix socket per bus;
+the driver opens `can.Bus(interface="r1sim", channel="left_arm")` exactly as it
+opens `socketcan` on the robot, so not one line of the driver differs between
+simulation and hardware. Each packet is one Linux `struct can_frame` /
+`struct canfd_frame`, i.e. socketcan's own binary layout, on a SOCK_SEQPACKET
+socket (message boundaries kept, no parsing of text). The server side is
+`r1_sim.bus_server`; both live on this machine only (abstract socket names,
+no network).
+
+The interface is registered with python-can through the `can.interface` entry
+point that the r1_sim package's CMakeLists writes into the devel/install space.
+"""
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import time
+from typing import Any, Optional
+
+import can
+from can import BusABC, Message
+from can.exceptions import CanInitializationError, CanOperationError
+
+CAN_EFF_FLAG = 0x80000000
+CAN_RTR_FLAG = 0x40000000
+CAN_ERR_FLAG = 0x20000000
+CAN_EFF_MASK = 0x1FFFFFFF
+CANFD_BRS = 0x01
+CANFD_ESI = 0x02
+CANFD_FDF = 0x04
+
+CAN_FRAME = struct.Struct("=IBBBB8s")     # can_id, len, flags, res0, res1 (len8_dlc), data[8]
+CANFD_FRAME = struct.Struct("=IBBBB64s")  # can_id, len, flags, res0, res1, data[64]
+FRAME_SIZES = (CAN_FRAME.size, CANFD_FRAME.size)
+
+DEFAULT_NAMESPACE = "default"
+
+
+def socket_address(channel: str, namespace: str | None = None) -> bytes:
+    """Abstract Unix socket name of a simulated bus (leading NUL: no file, nothing to clean up)."""
+    ns = namespace or os.environ.get("R1_SIM_NAMESPACE") or DEFAULT_NAMESPACE
+    return f"\0r1sim/{ns}/{channel}".encode()
+
+
+def pack_frame(msg: Message) -> bytes:
+    """A python-can Message as socketcan's binary frame."""
+    can_id = msg.arbitration_id
+    if msg.is_extended_id:
+        can_id |= CAN_EFF_FLAG
+    if msg.is_remote_frame:
+        can_id |= CAN_RTR_FLAG
+    if msg.is_error_frame:
+        can_id |= CAN_ERR_FLAG
+    data = bytes(msg.data)
+    if msg.is_fd:
+        flags = CANFD_FDF | (CANFD_BRS if msg.bitrate_switch else 0) | (CANFD_ESI if msg.error_state_indicator else 0)
+        return CANFD_FRAME.pack(can_id, len(data), flags, 0, 0, data)
+    return CAN_FRAME.pack(can_id, msg.dlc if msg.is_remote_frame else len(data), 0, 0, 0, data)
+
+
+def unpack_frame(packet: bytes, timestamp: float, channel: str | None = None) -> Message:
+    """socketcan's binary frame as a python-can Message."""
+    is_fd = len(packet) == CANFD_FRAME.size
+    can_id, length, flags, _, _, data = (CANFD_FRAME if is_fd else CAN_FRAME).unpack(packet)
+    is_extended = bool(can_id & CAN_EFF_FLAG)
+    return Message(
+        timestamp=timestamp,
+        arbitration_id=can_id & (CAN_EFF_MASK if is_extended else 0x7FF),
+        is_extended_id=is_extended,
+        is_remote_frame=bool(can_id & CAN_RTR_FLAG),
+        is_error_frame=bool(can_id & CAN_ERR_FLAG),
+        is_fd=is_fd,
+        bitrate_switch=bool(flags & CANFD_BRS),
+        error_state_indicator=bool(flags & CANFD_ESI),
+        dlc=length,
+        data=data[:length],
+        channel=channel,
+        is_rx=True,
+    )
+
+
+class R1SimBus(BusABC):
+    """Client end of a simulated bus: send() and recv() as on socketcan.
+
+    Extra keyword arguments (from the bus config): `namespace` (which simulator
+    instance, default $R1_SIM_NAMESPACE or "default"), `connect_timeout` [s]
+    to wait for the simulator to come up (default 10).
+    """
+
+    def __init__(self, channel: Any, can_filters: Optional[can.typechecking.CanFilters] = None,
+                 namespace: str | None = None, connect_timeout: float = 10.0, fd: bool = False, **kwargs: Any):
+        self.channel = str(channel)
+        self.channel_info = f"r1sim channel '{self.channel}'"
+        self._address = socket_address(self.channel, namespace)
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        deadline = time.monotonic() + connect_timeout
+        while True:
+            try:
+                self._sock.connect(self._address)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() >= deadline:
+                    self._sock.close()
+                    raise CanInitializationError(
+                        f"no simulated bus '{self.channel}' (namespace "
+                        f"'{self._address.decode().split('/')[1]}') after {connect_timeout:.0f} s: "
+                        "is the r1_sim node running?") from None
+                time.sleep(0.05)
+        self._sock.setblocking(False)
+        self._fd = fd
+        super().__init__(channel=channel, can_filters=can_filters, **kwargs)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def send(self, msg: Message, timeout: Optional[float] = None) -> None:
+        try:
+            self._sock.send(pack_frame(msg))
+        except BlockingIOError:
+            # The simulator is not draining its socket: like a full socketcan TX queue.
+            if timeout:
+                _, ready, _ = select.select([], [self._sock], [], timeout)
+                if ready:
+                    self._sock.send(pack_frame(msg))
+                    return
+            raise CanOperationError("transmit buffer full (ENOBUFS-like): simulator not reading") from None
+        except OSError as e:
+            raise CanOperationError(f"simulated bus '{self.channel}' is down: {e}") from e
+
+    def _recv_internal(self, timeout: Optional[float]) -> tuple[Optional[Message], bool]:
+        try:
+            packet = self._sock.recv(CANFD_FRAME.size)
+        except BlockingIOError:
+            if timeout == 0:
+                return None, False
+            ready, _, _ = select.select([self._sock], [], [], timeout)
+            if not ready:
+                return None, False
+            try:
+                packet = self._sock.recv(CANFD_FRAME.size)
+            except BlockingIOError:
+                return None, False
+        except OSError as e:
+            raise CanOperationError(f"simulated bus '{self.channel}' is down: {e}") from e
+        if not packet:
+            raise CanOperationError(f"simulated bus '{self.channel}': the simulator closed the connection")
+        return unpack_frame(packet, time.time(), self.channel), False
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self._sock.close()
