@@ -64,9 +64,11 @@ class Request:
     success: bool = False
     message: str = ""
     then: "Request | None" = None       # follow-up run after success (clear errors -> enable)
+    root: "Request | None" = None       # the request the caller waits on, when this is a follow-up
 
     def finish(self, success: bool, message: str) -> None:
-        self.success, self.message = success, message
+        for r in (self, self.root) if self.root is not None else (self,):
+            r.success, r.message = success, message
         self.done.set()
 
 
@@ -204,7 +206,9 @@ class MotorGroup:
         if self.mode == "pid":
             i = self.n - 1
             return self._set_gripper(travel, float(self.limits.velocity[i]), 0.0, 0.0, 1.0, now)
-        return self._set_gripper(travel, 0.0, self.spec.params["position_kp"], self.spec.params["position_kd"], 0.0, now)
+        r2 = self.ratio[-1] ** 2          # config gains are in motor units (N·m/rad), commands in joint units
+        return self._set_gripper(travel, 0.0, self.spec.params["position_kp"] / r2,
+                                 self.spec.params["position_kd"] / r2, 0.0, now)
 
     def _set_gripper(self, p: float, v: float, kp: float, kd: float, t: float, now: float) -> list[str]:
         i = slice(self.n - 1, self.n)
@@ -323,6 +327,7 @@ class MotorGroup:
         if success and req.then is not None:
             follow = req.then
             follow.done = req.done          # the caller waits for the whole chain
+            follow.root = req.root or req
             self._requests.insert(0, follow)
             self.events.append(message)
             return
@@ -392,9 +397,9 @@ class MotorGroup:
                 self._gripper = Command(np.array([p]), self.limits.velocity[i:] * 0.5, np.zeros(1), np.zeros(1),
                                         np.ones(1) * min(1.0, self.limits.effort[i] * self.ratio[i] / self.tmax[i]), now)
             else:
-                g = self.spec.params
-                self._gripper = Command(np.array([p]), np.zeros(1), np.array([g["hold_kp"]]),
-                                        np.array([g["hold_kd"]]), np.zeros(1), now)
+                g, r2 = self.spec.params, self.ratio[i] ** 2
+                self._gripper = Command(np.array([p]), np.zeros(1), np.array([g["hold_kp"] / r2]),
+                                        np.array([g["hold_kd"] / r2]), np.zeros(1), now)
         return self._gripper
 
     def _command_frames(self, now: float) -> list[Frame]:

@@ -1,0 +1,281 @@
+"""Motor groups against simulated Damiao motors, frame by frame: start-up chain, function frames
+and their refusals, clamping, torque bound, command timeout, faults and the error bits."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from hdas import damiao
+from hdas.config import parse_config
+from hdas.damiao import ControlMode, Status
+from hdas.errors import ARM_TABLE, TORSO_TABLE, Condition
+from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
+from hdas.urdf_limits import limit_arrays, read_limits
+from r1_sim.motor import SimMotor
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIG = yaml.safe_load((ROOT / "HDAS/config/r1.yaml").read_text())
+CONFIG.update(yaml.safe_load((ROOT / "HDAS/config/r1_buses_sim.yaml").read_text()))
+SPEC = parse_config(CONFIG)
+LIMITS = read_limits((ROOT / "r1_description/urdf/r1_v2_1_0.urdf").read_text())
+DT = 0.002
+
+
+class Rig:
+    """A group wired to its simulated motors with the joints standing still at `start`."""
+
+    def __init__(self, group_name: str, start: list[float] | None = None, enable_on_start: bool = True):
+        spec = SPEC.groups[group_name]
+        limits = limit_arrays(LIMITS, [m.joint for m in spec.motors])
+        cls = ChassisGroup if spec.kind == "chassis" else MotorGroup
+        self.group = cls(spec, limits, command_timeout=0.2, reply_timeout=0.05, enable_on_start=enable_on_start)
+        self.motors = {m.esc_id: SimMotor(m.esc_id, m.mst_id, m.limits, timeout=2000) for m in spec.motors}
+        self.spec = spec
+        self.now = 0.0
+        self.sent: list[tuple[int, bytes]] = []
+        start = start if start is not None else [0.0] * len(spec.motors)
+        for m, q in zip(spec.motors, start):
+            self.motors[m.esc_id].set_state(q / m.metres_per_rad, 0.0, 0.0)
+
+    def motor(self, joint: str) -> SimMotor:
+        return next(self.motors[m.esc_id] for m in self.spec.motors if m.joint == joint)
+
+    def cycle(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.now += DT
+            self.sent = self.group.frames(self.now)
+            for arbitration_id, data in self.sent:
+                esc = data[0] | data[1] << 8 if arbitration_id == damiao.REGISTER_ID else arbitration_id & 0xFF
+                motor = self.motors.get(esc)
+                reply = motor.handle(arbitration_id, data, self.now) if motor else None
+                if reply is not None:
+                    assert self.group.on_frame(motor.mst_id, reply, self.now)
+            for motor in self.motors.values():
+                motor.set_state(motor.position, motor.velocity, self.now, DT)
+
+    def run_request(self, function: Function, cycles: int = 200):
+        req = self.group.request(function, self.now)
+        for _ in range(cycles):
+            if req.done.is_set():
+                break
+            self.cycle()
+        assert req.done.is_set()
+        return req
+
+    def mit_commands(self) -> list[damiao.MitCommand]:
+        by_esc = {m.esc_id: m for m in self.spec.motors}
+        return [damiao.decode_mit(data, by_esc[i].limits) for i, data in self.sent]
+
+
+ARM_START = [-1.5708, 0.0, -2.8346, 0.0, 0.0, 0.0, 0.02]
+
+
+def started_arm() -> Rig:
+    rig = Rig("left_arm", ARM_START)
+    rig.cycle(100)
+    assert rig.group.want_enabled and not rig.group._requests
+    return rig
+
+
+def test_start_up_chain_enables_in_mit_and_holds_where_it_is() -> None:
+    rig = started_arm()
+    assert all(m.enabled and m.mode == ControlMode.MIT for m in rig.motors.values())
+    assert [i for i, _ in rig.sent] == [1, 2, 3, 4, 5, 6, 7]
+    cmds = rig.mit_commands()
+    for c, q, m in zip(cmds, ARM_START, rig.spec.motors):
+        assert c.p * m.metres_per_rad == pytest.approx(q, abs=2e-3)
+        assert c.v == pytest.approx(0.0, abs=0.02)
+    assert [round(c.kp) for c in cmds[:6]] == [140, 200, 120, 20, 20, 20]
+    # the guide's kd 10 and 50 exceed what a Damiao MIT frame carries (0..5): saturated at 5
+    assert [round(c.kd, 1) for c in cmds[:6]] == [5.0, 5.0, 5.0, 1.0, 1.0, 0.4]
+
+
+def test_no_frames_but_status_requests_until_every_motor_answered() -> None:
+    rig = Rig("left_arm", ARM_START)
+    rig.motor("left_arm_joint4").inject("no_reply")
+    rig.cycle(30)
+    assert all(i == damiao.REGISTER_ID for i, _ in rig.sent)
+    assert not any(m.enabled for m in rig.motors.values())
+    conds = rig.group.conditions(rig.now)
+    assert Condition.DISCONNECTED in conds[3]
+
+
+def test_mode_change_refused_while_enabled_then_done_disabled() -> None:
+    rig = started_arm()
+    req = rig.group.request(Function.PID, rig.now)
+    assert req.done.is_set() and not req.success and "disabled first" in req.message
+    assert rig.run_request(Function.DISABLE).success
+    assert all(not m.enabled for m in rig.motors.values())
+    assert rig.run_request(Function.PID).success
+    assert all(m.mode == ControlMode.FORCE_POS for m in rig.motors.values())
+    assert rig.run_request(Function.ENABLE).success
+    rig.cycle(2)
+    assert {i & 0x700 for i, _ in rig.sent} == {0x300}
+    # PID commands: p, speed limit, torque ratio within the joint's effort share
+    rig.group.set_command([0.1] * 6, [10.0] * 6, [], [], [2.0] * 6, rig.now)
+    rig.cycle()
+    for (i, data), m in zip(rig.sent[:6], rig.spec.motors):
+        c = damiao.decode_force_pos(data)
+        lim = LIMITS[m.joint]
+        assert c.v_limit <= lim.velocity + 1e-6
+        assert c.torque_ratio <= min(1.0, lim.effort / m.limits.tmax) + 1e-4
+
+
+def test_calibrate_refused_while_enabled_and_zeroes_when_disabled() -> None:
+    rig = started_arm()
+    assert not rig.group.request(Function.CALIBRATE, rig.now).success
+    rig.run_request(Function.DISABLE)
+    assert rig.run_request(Function.CALIBRATE).success
+    rig.cycle(3)
+    p, _, _ = rig.group.snapshot()
+    assert np.allclose(p, 0.0, atol=1e-3)
+
+
+def test_unknown_request_never_hangs() -> None:
+    rig = started_arm()
+    for m in rig.motors.values():
+        m.inject("no_reply")
+    req = rig.run_request(Function.DISABLE, cycles=1000)
+    assert not req.success and "not confirmed" in req.message
+
+
+@pytest.mark.parametrize("bad", [
+    dict(p=[0.0] * 5),                                        # wrong length
+    dict(p=[0.0, math.nan, 0, 0, 0, 0]),                      # NaN position
+    dict(t=[0.0, 0, 0, math.inf, 0, 0]),                      # inf torque
+    dict(kp=[1.0] * 4),                                       # gains shorter than positions
+])
+def test_malformed_commands_are_refused(bad: dict) -> None:
+    rig = started_arm()
+    args = dict(p=[0.0] * 6, v=[0.0] * 6, kp=[10.0] * 6, kd=[1.0] * 6, t=[0.0] * 6)
+    args.update(bad)
+    before = rig.group._command
+    with pytest.raises(CommandError):
+        rig.group.set_command(args["p"], args["v"], args["kp"], args["kd"], args["t"], rig.now)
+    assert rig.group._command is before
+
+
+def test_commands_are_clamped_to_urdf_limits() -> None:
+    rig = started_arm()
+    lim = [LIMITS[f"left_arm_joint{k}"] for k in range(1, 7)]
+    notes = rig.group.set_command([10.0] * 6, [50.0] * 6, [0.0] * 6, [0.0] * 6, [-100.0] * 6, rig.now)
+    assert any("p_des" in n for n in notes) and any("t_ff" in n for n in notes)
+    rig.cycle()
+    for c, l in zip(rig.mit_commands()[:6], lim):
+        assert c.p <= l.upper + 1e-3
+        assert abs(c.v) <= l.velocity + 0.05
+        assert c.tau >= -l.effort - 0.05
+
+
+def test_mit_torque_at_measured_state_is_bounded_by_effort_limit() -> None:
+    rig = started_arm()
+    # a huge step with stiff gains would ask for far more than the effort limit
+    rig.group.set_command([0.5, 1.0, -1.0, 1.0, 1.0, 1.0], [0.0] * 6, [400.0] * 6, [2.0] * 6, [0.0] * 6, rig.now)
+    rig.cycle()
+    for c, m, q in zip(rig.mit_commands()[:6], rig.spec.motors, ARM_START):
+        tau = c.kp * (c.p - q) + c.kd * c.v + c.tau
+        assert abs(tau) <= LIMITS[m.joint].effort * 1.02 + 0.1, m.joint
+
+
+def test_silent_command_stream_holds_last_target() -> None:
+    rig = started_arm()
+    target = [-1.4, 0.1, -2.7, 0.2, 0.1, 0.0]
+    rig.group.set_command(target, [0.5] * 6, [20.0] * 6, [1.0] * 6, [0.0] * 6, rig.now)   # within effort limits
+    rig.cycle(150)                       # 0.3 s > command_timeout
+    cmds = rig.mit_commands()[:6]
+    assert [c.p for c in cmds] == pytest.approx(target, abs=2e-3)
+    assert all(abs(c.v) < 0.02 for c in cmds)
+    assert any("holding position" in e for e in rig.group.take_events())
+
+
+def test_injected_fault_shows_and_clears_with_command_4() -> None:
+    rig = started_arm()
+    rig.motor("left_arm_joint2").inject("over_current")
+    rig.cycle(3)
+    conds = rig.group.conditions(rig.now)
+    assert conds[1] == {Condition.OVER_CURRENT}
+    code = ARM_TABLE.code(conds[1])
+    assert ARM_TABLE.describe(code) == ["OVER_CURRENT"]
+    req = rig.run_request(Function.CLEAR_ERRORS)
+    assert req.success, req.message
+    rig.cycle(3)
+    assert rig.group.conditions(rig.now)[1] == set()
+    assert rig.motor("left_arm_joint2").enabled          # it was enabled before: re-enabled
+
+
+def test_silent_motor_reports_receive_timeout() -> None:
+    rig = started_arm()
+    rig.motor("left_arm_joint5").inject("no_reply")
+    rig.cycle(40)
+    assert Condition.RECEIVE_TIMEOUT in rig.group.conditions(rig.now)[4]
+
+
+def test_error_bits_follow_the_stock_tables() -> None:
+    assert ARM_TABLE.code({Condition.DISABLED}) == 1
+    assert ARM_TABLE.code({Condition.RECEIVE_TIMEOUT, Condition.POSITION_EXCEEDED}) == (1 << 4) | (1 << 5)
+    assert ARM_TABLE.describe(1 << 13 | 1 << 14) == ["COMMUNICATION_LOSS", "OVERLOAD"]
+    assert TORSO_TABLE.describe(TORSO_TABLE.code({Condition.COMM_LOST})) == ["CAN_COMMUNICATION_LOST"]
+    assert TORSO_TABLE.describe(TORSO_TABLE.code({Condition.ROTOR_OVER_TEMP})) == ["COIL_TEMPERATURE"]
+    # every motor status nibble has a bit in both tables
+    from hdas.errors import STATUS_CONDITION
+    for status, cond in STATUS_CONDITION.items():
+        assert cond in ARM_TABLE.bits and cond in TORSO_TABLE.bits, status
+
+
+def test_gripper_stroke_command_in_mm() -> None:
+    rig = started_arm()
+    rig.group.set_gripper_stroke(60.0, rig.now)           # 60 mm gap: 30 mm per finger
+    rig.cycle()
+    m = rig.spec.gripper
+    c = damiao.decode_mit(rig.sent[6][1], m.limits)
+    assert c.p * m.metres_per_rad == pytest.approx(0.03, abs=1e-4)
+    assert c.kp == pytest.approx(5.0, abs=0.2)             # config gains are motor units
+    with pytest.raises(CommandError):
+        rig.group.set_gripper_stroke(math.nan, rig.now)
+
+
+def test_torso_starts_and_reports_on_torso_table() -> None:
+    rig = Rig("torso", [0.0, 0.0, 0.0, 0.0])
+    rig.cycle(100)
+    assert all(m.enabled for m in rig.motors.values())
+    assert rig.group.table is TORSO_TABLE
+
+
+def test_chassis_modes_and_wheel_ramp_on_timeout() -> None:
+    rig = Rig("chassis")
+    rig.cycle(100)
+    modes = [m.mode for m in rig.motors.values()]
+    assert modes == [ControlMode.FORCE_POS] * 3 + [ControlMode.VEL] * 3
+    assert all(m.enabled for m in rig.motors.values())
+    rig.group.set_command([0.3, 0.3, 0.3], [1.0, 1.0, 1.0], [], [], [], rig.now)
+    rig.cycle(300)                  # 0.6 s: ramps up at 2.5 m/s², then the stream stops at 0.2 s
+    speeds = []
+    for _ in range(200):
+        rig.cycle()
+        wheel_frames = [d for i, d in rig.sent if i & 0x700 == 0x200]
+        speeds.append(damiao.decode_vel(wheel_frames[0]) * rig.group.radius)
+    assert speeds[-1] == 0.0
+    assert all(b <= a + 1e-9 for a, b in zip(speeds, speeds[1:]))         # monotonic ramp down
+    assert max(a - b for a, b in zip(speeds, speeds[1:])) <= 2.5 * DT + 1e-6
+    steer = [damiao.decode_force_pos(d).p for i, d in rig.sent if i & 0x700 == 0x300]
+    assert steer == pytest.approx([0.3] * 3)        # modules keep their angle
+
+
+def test_chassis_refuses_malformed_and_clamps_speed() -> None:
+    rig = Rig("chassis")
+    rig.cycle(100)
+    with pytest.raises(CommandError):
+        rig.group.set_command([0.0, 0.0], [1.0, 1.0, 1.0], [], [], [], rig.now)
+    with pytest.raises(CommandError):
+        rig.group.set_command([0.0, 0.0, math.nan], [1.0, 1.0, 1.0], [], [], [], rig.now)
+    notes = rig.group.set_command([3.0, 0.0, 0.0], [9.0, 0.0, 0.0], [], [], [], rig.now)
+    assert len(notes) == 2
+    rig.cycle(2000)
+    steer = damiao.decode_force_pos(rig.sent[0][1]).p
+    assert steer <= LIMITS["steer_motor_joint1"].upper + 1e-6
+    wheel = damiao.decode_vel(rig.sent[1][1])
+    assert wheel <= LIMITS["wheel_motor_joint1"].velocity + 1e-4

@@ -1,0 +1,237 @@
+"""A simulated Damiao motor: the behaviour of one joint motor as seen from its CAN id.
+
+It answers the frames of `hdas.damiao` as the firmware does (one reply per frame
+it accepts, on its MST_ID) and produces the torque the physics applies:
+
+* disabled -> no torque; enabled -> the law of its control mode:
+  MIT  tau = kp (p_des - p) + kd (v_des - v) + t_ff,
+  FORCE_POS / POS_VEL: position P loop (KP_APR) into a speed PI loop (KP_ASR, KI_ASR)
+  with the frame's speed limit and torque-limit ratio, VEL: the speed PI loop;
+  every output saturates at TMAX;
+* command frames on another mode's id are ignored (no reply), as the firmware;
+* special frames: enable, disable, set zero (only while disabled), clear error;
+* registers: read/write through 0x7FF (CTRL_MODE only while disabled), status request;
+* watchdog: enabled and silent longer than TIMEOUT (register 9, 50 µs units) -> COMM_LOST;
+* faults latch a status (8..E) and cut the torque until cleared; over-temperature
+  and under-voltage re-latch while their cause is present;
+* a first-order thermal model of the winding and the MOS stage.
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+from hdas import damiao
+from hdas.damiao import ControlMode, MotorLimits, Register, RegisterCommand, Status
+
+AMBIENT_C = 30.0
+MOS_LIMIT_C = 110.0
+ROTOR_LIMIT_C = 120.0
+TIMEOUT_UNIT_S = 50e-6
+FAULTS = ("none", "no_reply", "over_temperature", "over_current", "under_voltage", "overload")
+
+
+class SimMotor:
+    """One simulated motor; `handle` takes frames, `torque` gives its output at a joint state."""
+
+    def __init__(self, esc_id: int, mst_id: int, limits: MotorLimits, timeout: int = 0,
+                 kp_apr: float = 20.0, kp_asr: float = 5.0, ki_asr: float | None = None,
+                 mode: ControlMode = ControlMode.MIT):
+        self.esc_id, self.mst_id = esc_id, mst_id
+        self.limits = limits
+        self.mode = ControlMode(mode)
+        self.enabled = False
+        self.error: Status | None = None
+        self.registers: dict[int, float | int] = {
+            Register.MST_ID: mst_id, Register.ESC_ID: esc_id, Register.TIMEOUT: timeout,
+            Register.CTRL_MODE: int(self.mode), Register.PMAX: limits.pmax, Register.VMAX: limits.vmax,
+            Register.TMAX: limits.tmax, Register.KP_APR: kp_apr, Register.KP_ASR: kp_asr,
+            Register.KI_ASR: kp_asr * 10.0 if ki_asr is None else ki_asr, Register.KI_APR: 0.0,
+            Register.ACC: 20.0, Register.DEC: 20.0, Register.MAX_SPD: limits.vmax, Register.SUB_VER: 0x0410,
+        }
+        self.zero_offset = 0.0           # physical angle of the motor's zero
+        self.position = 0.0              # physical joint-side angle of the rotor [rad]
+        self.velocity = 0.0
+        self.last_torque = 0.0
+        self.t_mos = AMBIENT_C
+        self.t_rotor = AMBIENT_C
+        self.last_frame = -math.inf
+        self.frames = 0
+        self.fault = "none"
+        self._target: tuple = (0.0, 0.0, 0.0, 0.0, 0.0)   # mode-specific command
+        self._integral = 0.0
+        self._last_step = -math.inf
+
+    # -- frames --------------------------------------------------------------------------
+    def handle(self, arbitration_id: int, data: bytes, now: float) -> bytes | None:
+        """A frame addressed to this motor; returns its reply (None: it does not answer)."""
+        if self.fault == "no_reply" or len(data) != 8:
+            return None
+        if arbitration_id == damiao.REGISTER_ID:
+            return self._register(data, now)
+        try:
+            mode, _ = damiao.mode_of_command_id(arbitration_id)
+        except ValueError:
+            return None
+        special = damiao.SPECIAL_FRAMES.get(bytes(data))
+        if special is not None and mode == ControlMode.MIT:
+            self._special(special)
+            self.last_frame = now
+            return self.feedback()
+        if mode != self.mode:
+            return None                      # the firmware listens on its own mode's id only
+        self.last_frame = now
+        self.frames += 1
+        if mode == ControlMode.MIT:
+            c = damiao.decode_mit(data, self.limits)
+            self._target = (c.p, c.v, c.kp, c.kd, c.tau)
+        elif mode == ControlMode.FORCE_POS:
+            c = damiao.decode_force_pos(data)
+            if math.isfinite(c.p):
+                self._target = (c.p, c.v_limit, c.torque_ratio)
+        elif mode == ControlMode.POS_VEL:
+            p, v = damiao.decode_pos_vel(data)
+            if math.isfinite(p) and math.isfinite(v):
+                self._target = (p, abs(v), 1.0)
+        else:
+            v = damiao.decode_vel(data)
+            if math.isfinite(v):
+                self._target = (v,)
+        return self.feedback()
+
+    def _special(self, what: str) -> None:
+        if what == "enable":
+            if self.error is None:
+                if not self.enabled:
+                    self._integral = 0.0
+                    self._target = self._hold_target()
+                self.enabled = True
+        elif what == "disable":
+            self.enabled = False
+        elif what == "set_zero":
+            if not self.enabled:
+                self.zero_offset = self.position
+        elif what == "clear_error":
+            self.error = None
+            self._latch_conditions()
+            if self.error is None:
+                self.enabled = False
+
+    def _hold_target(self) -> tuple:
+        """What an enabled motor does before its first command: nothing (zero gains, zero torque)."""
+        p = self.position - self.zero_offset
+        if self.mode == ControlMode.MIT:
+            return (p, 0.0, 0.0, 0.0, 0.0)
+        if self.mode == ControlMode.VEL:
+            return (0.0,)
+        return (p, 0.0, 0.0)
+
+    def _register(self, data: bytes, now: float) -> bytes | None:
+        try:
+            req = damiao.decode_register_request(data)
+        except ValueError:
+            return None
+        self.last_frame = now
+        if req.command == RegisterCommand.STATUS:
+            return self.feedback()
+        if req.command == RegisterCommand.STORE:
+            return None
+        if req.rid not in self.registers:
+            return None
+        if req.command == RegisterCommand.WRITE:
+            if req.rid == Register.CTRL_MODE:
+                if not self.enabled and int(req.value) in ControlMode._value2member_map_:
+                    self.mode = ControlMode(int(req.value))
+                    self.registers[Register.CTRL_MODE] = int(self.mode)
+                    self._target = self._hold_target()
+            elif req.rid in (Register.PMAX, Register.VMAX, Register.TMAX):
+                if not self.enabled and req.value > 0:
+                    self.registers[req.rid] = float(req.value)
+                    self.limits = MotorLimits(float(self.registers[Register.PMAX]),
+                                              float(self.registers[Register.VMAX]),
+                                              float(self.registers[Register.TMAX]))
+            elif req.rid not in (Register.MST_ID, Register.ESC_ID, Register.SUB_VER):
+                self.registers[req.rid] = req.value
+        value = self.registers[req.rid]
+        return damiao.encode_register_reply(self.esc_id, req.command, req.rid, value)
+
+    def feedback(self) -> bytes:
+        status = self.error if self.error is not None else (Status.ENABLED if self.enabled else Status.DISABLED)
+        p = self.position - self.zero_offset
+        return damiao.encode_feedback(self.esc_id, int(status), p, self.velocity, self.last_torque,
+                                      self.t_mos, self.t_rotor, self.limits)
+
+    # -- physics side ----------------------------------------------------------------------
+    def set_state(self, position: float, velocity: float, now: float, dt: float = 0.0) -> None:
+        """Where the joint is now; advances the watchdog and the thermal model by dt."""
+        self.position, self.velocity = float(position), float(velocity)
+        if dt > 0.0:
+            # I²R heating, first order: about +60 °C (winding) / +40 °C (MOS) at a third of TMAX
+            # held for good; at TMAX the winding trips after about 40 s.
+            load = (self.last_torque / self.limits.tmax) ** 2
+            self.t_rotor += dt * (2.2 * load - (self.t_rotor - AMBIENT_C) / 300.0)
+            self.t_mos += dt * (4.4 * load - (self.t_mos - AMBIENT_C) / 100.0)
+        timeout = int(self.registers[Register.TIMEOUT]) * TIMEOUT_UNIT_S
+        if self.enabled and self.error is None and timeout > 0 and now - self.last_frame > timeout:
+            self.error = Status.COMM_LOST
+        self._latch_conditions()
+
+    def _latch_conditions(self) -> None:
+        if self.error is not None:
+            return
+        if self.fault == "under_voltage":
+            self.error = Status.UNDER_VOLTAGE
+        elif self.fault == "over_temperature" or self.t_rotor > ROTOR_LIMIT_C:
+            self.error = Status.ROTOR_OVER_TEMP
+        elif self.t_mos > MOS_LIMIT_C:
+            self.error = Status.MOS_OVER_TEMP
+
+    def torque(self, position: float, velocity: float, now: float) -> float:
+        """Output torque at the joint state (physical angle)."""
+        if not self.enabled or self.error is not None:
+            self.last_torque = 0.0
+            return 0.0
+        dt = min(max(now - self._last_step, 0.0), 0.01) if math.isfinite(self._last_step) else 1e-3
+        self._last_step = now
+        p = position - self.zero_offset
+        tmax = self.limits.tmax
+        if self.mode == ControlMode.MIT:
+            p_des, v_des, kp, kd, t_ff = self._target
+            tau = kp * (p_des - p) + kd * (v_des - velocity) + t_ff
+        elif self.mode == ControlMode.VEL:
+            tau = self._speed_loop(self._target[0], velocity, tmax, dt)
+        else:
+            p_des, v_limit, ratio = self._target
+            v_ref = float(self.registers[Register.KP_APR]) * (p_des - p)
+            v_ref = max(-v_limit, min(v_limit, v_ref))
+            tmax = ratio * tmax
+            tau = self._speed_loop(v_ref, velocity, tmax, dt)
+        tau = max(-tmax, min(tmax, tau))
+        self.last_torque = tau
+        return tau
+
+    def _speed_loop(self, v_ref: float, velocity: float, limit: float, dt: float) -> float:
+        """PI speed loop with the integral clamped to the torque limit (anti-windup)."""
+        err = v_ref - velocity
+        self._integral += float(self.registers[Register.KI_ASR]) * err * dt
+        self._integral = max(-limit, min(limit, self._integral))
+        return float(self.registers[Register.KP_ASR]) * err + self._integral
+
+    # -- faults ------------------------------------------------------------------------------
+    def inject(self, fault: str) -> None:
+        """Simulate a fault; 'none' removes the cause (a latched status still needs clear-error)."""
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault '{fault}' (known: {', '.join(FAULTS)})")
+        self.fault = fault if fault in ("no_reply", "over_temperature", "under_voltage") else "none"
+        if fault == "over_current":
+            self.error = Status.OVER_CURRENT
+        elif fault == "overload":
+            self.error = Status.OVERLOAD
+        elif fault == "over_temperature":
+            self.t_rotor = max(self.t_rotor, ROTOR_LIMIT_C + 5.0)
+            self.error = Status.ROTOR_OVER_TEMP
+        elif fault == "under_voltage":
+            self.error = Status.UNDER_VOLTAGE
+        elif fault == "none":
+            self.t_rotor = min(self.t_rotor, AMBIENT_C + 20.0)
+            self.t_mos = min(self.t_mos, AMBIENT_C + 20.0)

@@ -1,0 +1,148 @@
+"""Simulated Damiao motor: states, control laws, registers, watchdog, faults, all through real frames."""
+from __future__ import annotations
+
+import pytest
+
+from hdas import damiao
+from hdas.damiao import ControlMode, Register, RegisterCommand, Status
+from r1_sim.motor import SimMotor
+
+LIM = damiao.MOTOR_PRESETS["DM4310"]
+ESC, MST = 0x03, 0x13
+
+
+def status(reply: bytes) -> int:
+    return damiao.decode_feedback(reply, LIM).status
+
+
+def make(timeout_s: float = 0.0) -> SimMotor:
+    m = SimMotor(ESC, MST, LIM, timeout=int(round(timeout_s / 50e-6)), kp_apr=20.0, kp_asr=2.0)
+    m.set_state(0.5, 0.0, 0.0)
+    return m
+
+
+def test_disabled_motor_answers_but_gives_no_torque() -> None:
+    m = make()
+    reply = m.handle(ESC, damiao.encode_mit(0.0, 0.0, 50.0, 1.0, 2.0, LIM), 0.0)
+    assert status(reply) == Status.DISABLED
+    assert damiao.decode_feedback(reply, LIM).position == pytest.approx(0.5, abs=1e-3)
+    assert m.torque(0.5, 0.0, 0.0) == 0.0
+
+
+def test_mit_law_and_saturation() -> None:
+    m = make()
+    assert status(m.handle(ESC, damiao.ENABLE, 0.0)) == Status.ENABLED
+    assert m.torque(0.5, 0.0, 0.0) == 0.0            # enabled without a command: no jump
+    frame = damiao.encode_mit(1.0, 0.0, 4.0, 0.5, 1.0, LIM)
+    m.handle(ESC, frame, 0.0)
+    c = damiao.decode_mit(frame, LIM)      # what the motor received, with its quantisation
+    assert m.torque(0.5, 0.2, 0.001) == pytest.approx(c.kp * (c.p - 0.5) + c.kd * (c.v - 0.2) + c.tau)
+    assert c.kp * (c.p - 0.5) + c.kd * (c.v - 0.2) + c.tau == pytest.approx(2.9, abs=0.1)
+    m.handle(ESC, damiao.encode_mit(5.0, 0.0, 100.0, 0.0, 0.0, LIM), 0.0)
+    assert m.torque(0.5, 0.0, 0.002) == pytest.approx(LIM.tmax)   # TMAX saturation
+
+
+def test_other_modes_id_is_ignored_until_mode_switch() -> None:
+    m = make()
+    frame = damiao.encode_force_pos(1.0, 2.0, 0.5)
+    assert m.handle(damiao.command_id(ESC, ControlMode.FORCE_POS), frame, 0.0) is None
+    # CTRL_MODE is refused while enabled: the echo keeps the old mode
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    echo = m.handle(damiao.REGISTER_ID, damiao.encode_register_write(ESC, Register.CTRL_MODE, 4), 0.0)
+    assert damiao.decode_register_reply(echo).value == ControlMode.MIT
+    m.handle(ESC, damiao.DISABLE, 0.0)
+    echo = m.handle(damiao.REGISTER_ID, damiao.encode_register_write(ESC, Register.CTRL_MODE, 4), 0.0)
+    reply = damiao.decode_register_reply(echo)
+    assert (reply.command, reply.rid, reply.value) == (RegisterCommand.WRITE, Register.CTRL_MODE, 4)
+    assert m.handle(ESC, damiao.encode_mit(0, 0, 0, 0, 0, LIM), 0.0) is None       # MIT id now ignored
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    assert status(m.handle(damiao.command_id(ESC, ControlMode.FORCE_POS), frame, 0.0)) == Status.ENABLED
+
+
+def test_force_position_respects_speed_and_torque_limits() -> None:
+    m = make()
+    m.handle(damiao.REGISTER_ID, damiao.encode_register_write(ESC, Register.CTRL_MODE, 4), 0.0)
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.handle(damiao.command_id(ESC, ControlMode.FORCE_POS), damiao.encode_force_pos(2.0, 1.0, 0.3), 0.0)
+    # far from target, at the speed limit: no more push
+    assert m.torque(0.5, 1.0, 0.001) == pytest.approx(0.0, abs=0.05)
+    # stalled far from the target: torque grows to, and stops at, 30 % of TMAX
+    for k in range(2000):
+        t = m.torque(0.5, 0.0, 0.002 + k * 1e-3)
+    assert t == pytest.approx(0.3 * LIM.tmax)
+
+
+def test_velocity_mode_pushes_towards_speed() -> None:
+    m = make()
+    m.handle(damiao.REGISTER_ID, damiao.encode_register_write(ESC, Register.CTRL_MODE, 3), 0.0)
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.handle(damiao.command_id(ESC, ControlMode.VEL), damiao.encode_vel(3.0), 0.0)
+    assert m.torque(0.5, 1.0, 0.001) > 0
+    assert m.torque(0.5, 5.0, 0.002) < 0
+
+
+def test_set_zero_only_while_disabled() -> None:
+    m = make()
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.handle(ESC, damiao.SET_ZERO, 0.0)
+    assert damiao.decode_feedback(m.feedback(), LIM).position == pytest.approx(0.5, abs=1e-3)
+    m.handle(ESC, damiao.DISABLE, 0.0)
+    m.handle(ESC, damiao.SET_ZERO, 0.0)
+    assert damiao.decode_feedback(m.feedback(), LIM).position == pytest.approx(0.0, abs=1e-3)
+
+
+def test_watchdog_latches_comm_lost_and_clear_error_recovers() -> None:
+    m = make(timeout_s=0.1)
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.set_state(0.5, 0.0, 0.05)
+    assert m.error is None
+    m.set_state(0.5, 0.0, 0.2)
+    assert status(m.feedback()) == Status.COMM_LOST
+    assert m.torque(0.5, 0.0, 0.2) == 0.0
+    assert status(m.handle(ESC, damiao.ENABLE, 0.25)) == Status.COMM_LOST      # enable alone does not clear
+    assert status(m.handle(ESC, damiao.CLEAR_ERROR, 0.25)) == Status.DISABLED
+    assert status(m.handle(ESC, damiao.ENABLE, 0.25)) == Status.ENABLED
+
+
+@pytest.mark.parametrize("fault,code", [("over_current", Status.OVER_CURRENT), ("overload", Status.OVERLOAD)])
+def test_latched_faults_clear_with_clear_error(fault: str, code: Status) -> None:
+    m = make()
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.inject(fault)
+    assert status(m.handle(damiao.REGISTER_ID, damiao.encode_status_request(ESC), 0.0)) == code
+    assert status(m.handle(ESC, damiao.CLEAR_ERROR, 0.0)) == Status.DISABLED
+
+
+@pytest.mark.parametrize("fault,code", [("over_temperature", Status.ROTOR_OVER_TEMP),
+                                        ("under_voltage", Status.UNDER_VOLTAGE)])
+def test_persistent_faults_relatch_until_cause_removed(fault: str, code: Status) -> None:
+    m = make()
+    m.inject(fault)
+    assert status(m.handle(ESC, damiao.CLEAR_ERROR, 0.0)) == code
+    m.inject("none")
+    assert status(m.handle(ESC, damiao.CLEAR_ERROR, 0.0)) == Status.DISABLED
+
+
+def test_no_reply_fault_silences_the_motor() -> None:
+    m = make()
+    m.inject("no_reply")
+    assert m.handle(ESC, damiao.ENABLE, 0.0) is None
+    m.inject("none")
+    assert m.handle(ESC, damiao.ENABLE, 0.0) is not None
+    with pytest.raises(ValueError):
+        m.inject("gremlins")
+
+
+def test_sustained_peak_torque_overheats() -> None:
+    m = make()
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.handle(ESC, damiao.encode_mit(0.0, 0.0, 0.0, 0.0, LIM.tmax, LIM), 0.0)
+    t = 0.0
+    while m.error is None and t < 300.0:
+        m.torque(0.5, 0.0, t)
+        t += 0.01
+        m.handle(ESC, damiao.encode_mit(0.0, 0.0, 0.0, 0.0, LIM.tmax, LIM), t)
+        m.set_state(0.5, 0.0, t, 0.01)
+    assert m.error in (Status.MOS_OVER_TEMP, Status.ROTOR_OVER_TEMP)
+    assert 5.0 < t < 120.0
+    assert damiao.decode_feedback(m.feedback(), LIM).t_mos > 100
