@@ -58,7 +58,7 @@ class SimRobot:
         self.body = UpperBodySim(urdf_xml, body_joints, **self._friction(body_joints))
         start = np.array([float(params.get("start_pose", {}).get(j, 0.0)) for j in body_joints])
         self.body.set_state(start, np.zeros(len(body_joints)))
-        self.chassis = SwerveChassisSim() if chassis else None
+        self.chassis = self._make_chassis(urdf_xml, chassis) if chassis else None
         timeout_units = int(round(float(params.get("comm_timeout_s", 0.0)) / 50e-6))
         loops = params.get("motor_loops", {})
         for group in config.groups.values():
@@ -87,7 +87,10 @@ class SimRobot:
             self._register_ids[slot.bus][slot.spec.esc_id] = slot
         self._torso = np.array([s.kind == "body" and s.group == "torso" for s in self.slots])
         self._braked_joints = [s.index for s in self.slots if s.kind == "body" and self.config.groups[s.group].kind == "torso"]
-        self.imu = {name: ImuModel() for name, b in config.boards.items() if b.kind == "imu"}
+        noise = params.get("imu", {})
+        self.imu = {name: ImuModel(gyro_noise=float(noise.get("gyro_noise", 0.0)),
+                                   acc_noise=float(noise.get("acc_noise", 0.0)))
+                    for name, b in config.boards.items() if b.kind == "imu"}
         battery = params.get("battery", {})
         self.battery = BatteryModel(capacity_ah=float(battery.get("capacity_ah", 30.0)),
                                     state_of_charge=float(battery.get("state_of_charge", 0.9)))
@@ -98,6 +101,21 @@ class SimRobot:
         self._power = 0.0
         self.time = now
         self._sync_motor_state(now)
+
+    @staticmethod
+    def _make_chassis(urdf_xml: str, chassis: GroupSpec) -> SwerveChassisSim:
+        """Module positions from the URDF's steer joint origins, wheel radius from HDAS's config."""
+        import xml.etree.ElementTree as ET
+        origins = {j.get("name"): j.find("origin") for j in ET.fromstring(urdf_xml).iter("joint")}
+        modules = len(chassis.motors) // 2
+        xy = []
+        for spec in chassis.motors[:modules]:
+            origin = origins.get(spec.joint)
+            if origin is None:
+                raise KeyError(f"steer joint {spec.joint} not in robot_description")
+            x, y, _ = (float(v) for v in origin.get("xyz", "0 0 0").split())
+            xy.append((x, y))
+        return SwerveChassisSim(np.array(xy), float(chassis.params["wheel_radius"]))
 
     def _friction(self, joints: list[str]) -> dict[str, np.ndarray]:
         table = self.params.get("friction", {})
@@ -201,8 +219,28 @@ class SimRobot:
             s.motor.set_state(p, w, now, dt)
 
     def imu_reading(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(roll pitch yaw, gyro, specific force) of an IMU board."""
-        raise NotImplementedError
+        """(roll pitch yaw, gyro, specific force) of an IMU board.
+
+        The sensor's motion is the base's planar motion composed with its motion on
+        the (fixed-base) body model; lever-arm terms of the base's yaw rate included,
+        of its yaw acceleration neglected.
+        """
+        frame = self.config.boards[name].frame_id
+        rot, omega_local, acc_local = self.body.frame_motion(frame)
+        if self.chassis is not None:
+            _, _, yaw = self.chassis.base_pose()
+            _, _, wz = self.chassis.base_twist()
+            ax, ay = self.chassis.base_acceleration()
+        else:
+            yaw = wz = ax = ay = 0.0
+        c, s = math.cos(yaw), math.sin(yaw)
+        world_base = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        w_base = np.array([0.0, 0.0, wz])
+        r = self.body.frame_position(frame)
+        a_base = np.array([ax, ay, 0.0]) + np.cross(w_base, np.cross(w_base, r))
+        omega = rot.T @ w_base + omega_local
+        acc = rot.T @ a_base + acc_local
+        return self.imu[name].measure(world_base @ rot, omega, acc)
 
     # -- faults and ground truth -----------------------------------------------------------
     def slot(self, joint: str) -> Slot:
@@ -210,6 +248,22 @@ class SimRobot:
             if s.spec.joint == joint:
                 return s
         raise KeyError(f"no simulated motor drives joint '{joint}'")
+
+    def inject_fault(self, joint: str, fault: str) -> None:
+        """Make the motor of `joint` misbehave (see r1_sim.motor.FAULTS); 'none' removes the cause."""
+        self.slot(joint).motor.inject(fault)
+
+    def set_remote(self, sticks: list[float], mode: int) -> None:
+        """Remote controller state: sticks [left x, left y, right x, right y] in [-1, 1], switch mode."""
+        lx, ly, rx, ry = (float(x) for x in sticks)
+        self.remote_sticks = [rx, ry, lx, ly]        # receiver channel order
+        self.remote_mode = int(mode)
+
+    def base_pose(self) -> tuple[float, float, float]:
+        return self.chassis.base_pose() if self.chassis else (0.0, 0.0, 0.0)
+
+    def base_twist(self) -> tuple[float, float, float]:
+        return self.chassis.base_twist() if self.chassis else (0.0, 0.0, 0.0)
 
     def joint_positions(self) -> dict[str, float]:
         out = dict(zip(self.body_joints, self.body.positions.tolist()))

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""HDAS against the simulated R1 (r1_sim.launch): topics, services, physics, safety, faults.
+
+Every check goes through the real chain: ROS topic -> HDAS -> CAN frames on the r1sim
+buses -> simulated motors and pinocchio physics -> CAN feedback -> HDAS -> ROS topic.
+"""
+import math
+import subprocess
+import threading
+import time
+import unittest
+from pathlib import Path
+
+import numpy as np
+import rospy
+import rostest
+import rospkg
+from hdas_msg.msg import bms, controller_signal_stamped, feedback_status, motor_control
+from hdas_msg.srv import FunctionFrame
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float32
+
+from mobiman.robot_model import RobotModel, load_group_config
+from r1_sim.srv import InjectFault
+
+ARM_JOINTS = [f"left_arm_joint{k}" for k in range(1, 7)]
+GUIDE_KP = [140, 200, 120, 20, 20, 20]
+GUIDE_KD = [10, 50, 5, 1, 1, 0.4]
+
+
+class Latest:
+    """The latest message of a topic and how many arrived."""
+
+    def __init__(self, topic, cls):
+        self.msg, self.count = None, 0
+        self.lock = threading.Lock()
+        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=1)
+
+    def _cb(self, msg):
+        with self.lock:
+            self.msg, self.count = msg, self.count + 1
+
+    def wait(self, timeout=15.0, predicate=None):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not rospy.is_shutdown():
+            with self.lock:
+                m = self.msg
+            if m is not None and (predicate is None or predicate(m)):
+                return m
+            time.sleep(0.01)
+        raise AssertionError(f"{self.sub.name}: no {'matching ' if predicate else ''}message within {timeout} s")
+
+
+class HdasSimTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_hdas_sim", anonymous=True)
+        cls.fb = {name: Latest(f"/hdas/{name}", JointState) for name in (
+            "feedback_arm_left", "feedback_arm_right", "feedback_torso", "feedback_chassis",
+            "feedback_gripper_left", "feedback_gripper_right")}
+        cls.status = {name: Latest(f"/hdas/feedback_status_{name}", feedback_status) for name in (
+            "arm_left", "arm_right", "torso", "chassis", "gripper_left", "gripper_right")}
+        cls.imu = {name: Latest(f"/hdas/imu_{name}", Imu) for name in ("chassis", "torso")}
+        cls.bms = Latest("/hdas/bms", bms)
+        cls.controller = Latest("/controller", controller_signal_stamped)
+        cls.odom = Latest("/sim/odom", Odometry)
+        cls.truth = Latest("/sim/joint_states", JointState)
+        cls.pub = {name: rospy.Publisher(f"/motion_control/{name}", motor_control, queue_size=1) for name in (
+            "control_arm_left", "control_arm_right", "control_torso", "control_chassis", "control_gripper_left")}
+        cls.stroke = rospy.Publisher("/motion_control/position_control_gripper_left", Float32, queue_size=1)
+        for name in ("left_arm", "right_arm", "torso"):
+            rospy.wait_for_service(f"/hdas/function_frame_{name}", timeout=30)
+        cls.frame = {name: rospy.ServiceProxy(f"/hdas/function_frame_{name}", FunctionFrame)
+                     for name in ("left_arm", "right_arm", "torso")}
+        rospy.wait_for_service("/sim/inject_fault", timeout=30)
+        cls.inject = rospy.ServiceProxy("/sim/inject_fault", InjectFault)
+        # arms enabled in MIT at boot: wait until every arm joint answers enabled
+        cls.status["arm_left"].wait(30, lambda m: all(e.error_code == 0 for e in m.errors))
+        share = Path(rospkg.RosPack().get_path("r1_description")) / "urdf/r1_v2_1_0.urdf"
+        groups, _ = load_group_config(Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
+        cls.model = RobotModel(share.read_text(), groups)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def gravity_left(self, arm_q):
+        torso = self.fb["feedback_torso"].wait().position
+        q = self.model.configuration({"torso": torso, "left_arm": arm_q})
+        return self.model.gravity(q, "left_arm")
+
+    def command_left(self, p, kp, kd, t, v=None):
+        msg = motor_control(p_des=list(p), v_des=list(v if v is not None else [0.0] * 6), kp=list(kp),
+                            kd=list(kd), t_ff=list(t))
+        self.pub["control_arm_left"].publish(msg)
+
+    def arm_left(self):
+        return np.array(self.fb["feedback_arm_left"].wait().position[:6])
+
+    def move_left_arm(self, target, seconds=3.0):
+        """Servo the left arm to `target` (guide gains + gravity feed-forward) at 100 Hz."""
+        start = self.arm_left()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            s = min(1.0, (time.monotonic() - t0) / (0.6 * seconds))
+            p = start + (np.asarray(target) - start) * (3 * s * s - 2 * s ** 3)
+            self.command_left(p, GUIDE_KP, GUIDE_KD, self.gravity_left(self.arm_left()))
+            time.sleep(0.01)
+
+    def call(self, group, command):
+        return self.frame[group](command)
+
+    # -- item 4: topics, types, layout ------------------------------------------------------
+    def test_feedback_layout(self):
+        arm = self.fb["feedback_arm_left"].wait()
+        self.assertEqual(list(arm.name), ARM_JOINTS + ["left_gripper_finger_joint1"])
+        self.assertEqual((len(arm.position), len(arm.velocity), len(arm.effort)), (7, 7, 7))
+        right = self.fb["feedback_arm_right"].wait()
+        self.assertEqual(right.name[0], "right_arm_joint1")
+        torso = self.fb["feedback_torso"].wait()
+        self.assertEqual(list(torso.name), [f"torso_joint{k}" for k in range(1, 5)])
+        self.assertEqual(len(torso.position), 4)
+        chassis = self.fb["feedback_chassis"].wait()
+        self.assertEqual(list(chassis.name), [f"steer_motor_joint{k}" for k in range(1, 4)])
+        self.assertEqual((len(chassis.position), len(chassis.velocity), len(chassis.effort)), (3, 3, 6))
+        self.assertEqual(list(chassis.effort), [0.0] * 6)
+        grip = self.fb["feedback_gripper_left"].wait()
+        self.assertEqual(len(grip.position), 1)
+        self.assertTrue(0.0 <= grip.position[0] <= 100.0, grip.position)
+        # the start pose of the simulator, seen through the driver
+        self.assertAlmostEqual(arm.position[0], -1.5708, delta=0.05)
+        self.assertAlmostEqual(arm.position[2], -2.8346, delta=0.05)
+
+    def test_status_topics(self):
+        for name, latest in self.status.items():
+            msg = latest.wait(5)
+            self.assertTrue(msg.name_id, name)
+            for e in msg.errors:
+                self.assertEqual(e.error_code, 0, f"{name} {e.name}: {list(e.error_description)}")
+        self.assertEqual([e.name for e in self.status["arm_left"].wait().errors], ARM_JOINTS)
+        self.assertEqual(len(self.status["torso"].wait().errors), 4)
+
+    def test_boards(self):
+        imu = self.imu["chassis"].wait()
+        self.assertEqual(imu.header.frame_id, "imu_chassis_link")
+        a = imu.linear_acceleration
+        self.assertAlmostEqual(math.sqrt(a.x ** 2 + a.y ** 2 + a.z ** 2), 9.81, delta=0.05)
+        q = imu.orientation
+        self.assertAlmostEqual(q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2, 1.0, delta=1e-3)
+        torso_imu = self.imu["torso"].wait()
+        self.assertEqual(torso_imu.header.frame_id, "imu_torso_link")
+        battery = self.bms.wait()
+        self.assertTrue(42.0 <= battery.voltage <= 60.0, battery.voltage)
+        self.assertTrue(0.0 < battery.capital <= 100.0, battery.capital)
+        self.assertGreater(battery.current, 0.0)
+        rc = self.controller.wait()
+        self.assertEqual(rc.data.mode, 5)
+        self.assertEqual((rc.data.left_x_axis, rc.data.left_y_axis), (0.0, 0.0))
+
+    # -- item 5: services ---------------------------------------------------------------------
+    def test_mode_change_refused_while_enabled_then_2_6_1(self):
+        r = self.call("right_arm", 6)
+        self.assertFalse(r.success)
+        self.assertIn("disabled first", r.message)
+        self.assertFalse(self.call("right_arm", 3).success)       # calibration while enabled
+        self.assertFalse(self.call("right_arm", 9).success)       # unknown command
+        for command in (2, 6, 1):
+            r = self.call("right_arm", command)
+            self.assertTrue(r.success, f"command {command}: {r.message}")
+        before = np.array(self.fb["feedback_arm_right"].wait().position[:6])
+        time.sleep(0.5)      # PID hold of the measured position keeps the arm where it was
+        after = np.array(self.fb["feedback_arm_right"].wait().position[:6])
+        self.assertLess(np.max(np.abs(after - before)), 0.05)
+        for command in (2, 5, 1):
+            r = self.call("right_arm", command)
+            self.assertTrue(r.success, f"command {command}: {r.message}")
+
+    # -- MIT physics: a raised arm falls without feed-forward and holds with RNEA gravity ---------
+    def test_gravity_fall_and_rnea_hold(self):
+        raised = np.array([-0.6, 0.4, -1.2, 0.0, 0.3, 0.0])
+        g = self.gravity_left(raised)
+        self.assertGreater(abs(g[0]) + abs(g[1]), 3.0, "pose must load the shoulder")
+        self.move_left_arm(raised)
+        np.testing.assert_allclose(self.arm_left(), raised, atol=0.08)
+        # kp = kd = 0, t_ff = RNEA gravity at the measured configuration: holds
+        start = self.arm_left()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            self.command_left(start, [0.0] * 6, [0.0] * 6, self.gravity_left(self.arm_left()))
+            time.sleep(0.005)
+        held = self.arm_left()
+        self.assertLess(np.max(np.abs(held - start)), 0.05, f"drifted {held - start}")
+        # kp = kd = 0, t_ff = 0: it falls
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.0:
+            self.command_left(start, [0.0] * 6, [0.0] * 6, [0.0] * 6)
+            time.sleep(0.01)
+        fallen = self.arm_left()
+        self.assertGreater(np.max(np.abs(fallen - start)), 0.3, f"moved only {fallen - start}")
+        # back home for the other tests
+        self.move_left_arm([-1.5708, 0.0, -2.8346, 0.0, 0.0, 0.0])
+
+    # -- item 6: safety -----------------------------------------------------------------------
+    def test_malformed_commands_dropped_node_lives(self):
+        home = self.arm_left()
+        bad = [
+            motor_control(p_des=[0.0] * 5, v_des=[0.0] * 5, kp=[50.0] * 5, kd=[1.0] * 5, t_ff=[0.0] * 5),
+            motor_control(p_des=[float("nan")] * 6, v_des=[0.0] * 6, kp=[50.0] * 6, kd=[1.0] * 6, t_ff=[0.0] * 6),
+            motor_control(p_des=[0.0] * 6, v_des=[0.0] * 6, kp=[50.0] * 6, kd=[1.0] * 6, t_ff=[float("inf")] * 6),
+            motor_control(p_des=[0.0] * 6, v_des=[0.0] * 6, kp=[50.0] * 2, kd=[1.0] * 6, t_ff=[0.0] * 6),
+        ]
+        count = self.fb["feedback_arm_left"].count
+        for _ in range(20):
+            for msg in bad:
+                self.pub["control_arm_left"].publish(msg)
+            time.sleep(0.01)
+        time.sleep(0.3)
+        self.assertGreater(self.fb["feedback_arm_left"].count - count, 100, "HDAS stopped publishing")
+        self.assertLess(np.max(np.abs(self.arm_left() - home)), 0.05)
+
+    def test_chassis_stream_stop_stops_wheels(self):
+        odom0 = self.odom.wait()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            self.pub["control_chassis"].publish(motor_control(p_des=[0.0] * 3, v_des=[0.4] * 3))
+            time.sleep(0.02)
+        speeds = self.fb["feedback_chassis"].wait().velocity
+        for s in speeds:
+            self.assertAlmostEqual(s, 0.4, delta=0.05)
+        odom1 = self.odom.wait()
+        self.assertGreater(odom1.pose.pose.position.x - odom0.pose.pose.position.x, 0.2)
+        # the stream stops: wheels ramp to zero within timeout + v / a_max (+ margin)
+        time.sleep(0.2 + 0.4 / 2.5 + 0.3)
+        for s in self.fb["feedback_chassis"].wait().velocity:
+            self.assertAlmostEqual(s, 0.0, delta=0.01)
+        twist = self.odom.wait().twist.twist
+        self.assertAlmostEqual(twist.linear.x, 0.0, delta=0.01)
+
+    def test_gripper_stroke_position_control(self):
+        for _ in range(5):
+            self.stroke.publish(Float32(60.0))
+            time.sleep(0.05)
+        msg = self.fb["feedback_gripper_left"].wait(5, lambda m: abs(m.position[0] - 60.0) < 3.0)
+        self.assertAlmostEqual(msg.position[0], 60.0, delta=3.0)
+
+    # -- item 7 + 13: faults --------------------------------------------------------------------
+    def test_injected_fault_shows_and_clears_with_4(self):
+        r = self.inject("left_arm_joint5", "over_current")
+        self.assertTrue(r.success, r.message)
+        msg = self.status["arm_left"].wait(5, lambda m: m.errors[4].error_code != 0)
+        self.assertIn("OVER_CURRENT", msg.errors[4].error_description)
+        self.assertEqual(msg.errors[4].error_code, 1 << 10)
+        r = self.call("left_arm", 4)
+        self.assertTrue(r.success, r.message)
+        self.status["arm_left"].wait(5, lambda m: all(e.error_code == 0 for e in m.errors))
+        self.assertFalse(self.inject("left_arm_joint5", "gremlins").success)
+        self.assertFalse(self.inject("no_such_joint", "over_current").success)
+
+    def test_silent_motor_shows_receive_timeout(self):
+        self.assertTrue(self.inject("torso_joint2", "no_reply").success)
+        msg = self.status["torso"].wait(5, lambda m: m.errors[1].error_code != 0)
+        self.assertIn("RECEIVE_TIMEOUT", msg.errors[1].error_description)
+        self.assertTrue(self.inject("torso_joint2", "none").success)
+        self.status["torso"].wait(5, lambda m: all(e.error_code == 0 for e in m.errors))
+
+    # -- item 8: the self-check passes on the simulated robot --------------------------------------
+    def test_zz_check_node_mode_1(self):
+        out = subprocess.run(["rosrun", "HDAS", "check_node", "--mode", "1", "--duration", "4"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("HDAS", "hdas_sim", HdasSimTest)
