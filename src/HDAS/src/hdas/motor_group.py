@@ -35,7 +35,9 @@ from hdas.errors import STATUS_CONDITION, TABLES, Condition
 
 Frame = tuple[int, bytes]
 
+MISSED_REPLIES = 3         # unanswered cycles (with reply_timeout elapsed) before RECEIVE_TIMEOUT
 REQUEST_TIMEOUT = 1.0     # [s] a function frame not confirmed by then fails
+REQUEST_MIN_CYCLES = 50   # ...and at least this many cycles run for it (a stalled machine is no refusal)
 RESEND_PERIOD = 0.05      # [s] special frames are repeated until confirmed
 POSITION_TOLERANCE = 0.02  # [rad] beyond a limit before POS_EXCEED is reported
 VELOCITY_MARGIN = 1.2     # VEL_EXCEED above this multiple of the velocity limit
@@ -59,6 +61,7 @@ class Request:
 
     function: Function
     deadline: float = 0.0
+    cycles: int = 0                     # cycles run for it: a stalled machine does not time it out
     last_sent: float = -math.inf
     done: threading.Event = field(default_factory=threading.Event)
     success: bool = False
@@ -130,6 +133,7 @@ class MotorGroup:
         self.t_rotor = np.zeros(n)
         self.status = np.full(n, -1, dtype=int)
         self.stamp = np.full(n, -math.inf)
+        self.unanswered = np.zeros(n, dtype=int)    # cycles sent since each motor last answered
         self._jumped = np.zeros(n, dtype=bool)
         self._mode_echo = np.zeros(n, dtype=bool)
         # control state
@@ -268,11 +272,12 @@ class MotorGroup:
         if req.deadline == 0.0:
             req.deadline = now + REQUEST_TIMEOUT
             self._start(req)
+        req.cycles += 1
         missing = self._unconfirmed(req)
         if not missing:
             self._complete(req, True, f"{self.name}: {req.function.name.lower()} done")
             return []
-        if now > req.deadline:
+        if now > req.deadline and req.cycles >= REQUEST_MIN_CYCLES:
             joints = ", ".join(f"{self.motors[i].joint} (status {self._status_name(i)})" for i in missing)
             self._complete(req, False, f"{self.name}: {req.function.name.lower()} not confirmed by {joints}")
             return []
@@ -349,6 +354,7 @@ class MotorGroup:
     def frames(self, now: float) -> list[Frame]:
         """Everything to send to this group's motors in this cycle."""
         with self._lock:
+            self.unanswered += 1
             if self._requests and not np.any(np.isnan(self.position)):
                 frames = self._run_request(self._requests[0], now)
                 if frames:
@@ -459,6 +465,7 @@ class MotorGroup:
             self.t_mos[i], self.t_rotor[i] = fb.t_mos, fb.t_rotor
             self.status[i] = int(fb.status)
             self.stamp[i] = now
+            self.unanswered[i] = 0
         return True
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -479,7 +486,8 @@ class MotorGroup:
                 c: set[Condition] = set()
                 if self.stamp[i] == -math.inf:
                     c.add(Condition.DISCONNECTED)
-                elif now - self.stamp[i] > self.reply_timeout:
+                elif now - self.stamp[i] > self.reply_timeout and self.unanswered[i] >= MISSED_REPLIES:
+                    # both: a pause of our own process (a busy machine) is not a silent motor
                     c.add(Condition.RECEIVE_TIMEOUT)
                 else:
                     try:

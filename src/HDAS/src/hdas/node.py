@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from hdas_msg.msg import feedback_status, feedback_status_detail, motor_control
 from hdas_msg.srv import FunctionFrame, FunctionFrameRequest, FunctionFrameResponse
 from sensor_msgs.msg import JointState
@@ -20,7 +21,7 @@ from std_msgs.msg import Float32
 
 from hdas.boards import Board, make_board
 from hdas.bus import DriverBus, open_bus
-from hdas.config import ConfigError, RobotConfig, parse_config
+from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
 from hdas.urdf_limits import limit_arrays, read_limits
 
@@ -73,7 +74,7 @@ GRIPPER_TOPICS = {
 }
 BOARD_TOPICS = {"imu_chassis": "chassis_imu_feedback_topic_name", "imu_torso": "torso_imu_feedback_topic_name",
                 "bms": "bms_feedback_topic_name", "remote": "controller_topic_name"}
-SERVICE_WAIT = 3.0   # [s] a function frame's answer
+SERVICE_WAIT = 10.0  # [s] a function frame's answer (the request itself gives up after 1 s and 50 cycles)
 
 
 class Throttle:
@@ -184,7 +185,8 @@ class HdasNode:
                 return
             p, _, _ = group.snapshot()
             msg.header.stamp = rospy.Time.now()
-            msg.position = [float(p[-1]) * 2000.0]    # stroke (finger gap) in mm, as the guide
+            # stroke (finger gap) in mm, as the guide; a gap is never below closed or above open
+            msg.position = [float(np.clip(p[-1], 0.0, group.limits.upper[-1])) * 2000.0]
             pub.publish(msg)
         return publish
 
@@ -251,6 +253,8 @@ class HdasNode:
             if group.spec.gripper and name in GRIPPER_TOPICS:
                 gripper = slice(group.n - 1, group.n)
                 self._status_pubs.append((group, gripper, self._pub(GRIPPER_TOPICS[name][3], feedback_status, 2)))
+        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        self._last_counts: dict[str, tuple[float, int, int, int]] = {}
         rospy.Timer(rospy.Duration(1.0 / self.config.status_rate), self._publish_status)
 
     def _publish_status(self, _event: rospy.timer.TimerEvent) -> None:
@@ -267,6 +271,38 @@ class HdasNode:
         for group in self.groups.values():
             for event in group.take_events():
                 rospy.loginfo(f"HDAS: {event}")
+        self._publish_diagnostics(now)
+
+    def _publish_diagnostics(self, now: float) -> None:
+        """Per bus: achieved cycle rate, frames/s each way, load, errors (the benchmark and monitors read it)."""
+        array = DiagnosticArray()
+        array.header.stamp = rospy.Time.now()
+        for name, bus in self.buses.items():
+            t0, cycles0, sent0, received0 = self._last_counts.get(name, (now, bus.cycles, bus.frames_sent,
+                                                                           bus.frames_received))
+            self._last_counts[name] = (now, bus.cycles, bus.frames_sent, bus.frames_received)
+            dt = now - t0
+            if dt <= 0:
+                continue
+            rate = (bus.cycles - cycles0) / dt
+            sent, received = (bus.frames_sent - sent0) / dt, (bus.frames_received - received0) / dt
+            load = (sent + received) * FRAME_BITS / bus.spec.bitrate
+            errors = bus.send_errors + bus.handler_errors
+            level = DiagnosticStatus.OK
+            message = "ok"
+            if rate < 0.9 * bus.spec.rate_hz:
+                level, message = DiagnosticStatus.WARN, f"cycle {rate:.0f} Hz of {bus.spec.rate_hz:g} Hz"
+            if errors:
+                level, message = DiagnosticStatus.WARN, f"{errors} errors"
+            values = {"cycle_hz": f"{rate:.1f}", "target_hz": f"{bus.spec.rate_hz:g}",
+                      "frames_sent_per_s": f"{sent:.0f}", "frames_received_per_s": f"{received:.0f}",
+                      "load_percent": f"{100 * load:.1f}", "send_errors": str(bus.send_errors),
+                      "handler_errors": str(bus.handler_errors), "unknown_frames": str(bus.unknown_frames),
+                      "overruns": str(bus.overruns)}
+            array.status.append(DiagnosticStatus(level=level, name=f"HDAS: bus {name}", message=message,
+                                                 hardware_id=bus.spec.channel,
+                                                 values=[KeyValue(k, v) for k, v in values.items()]))
+        self._diagnostics.publish(array)
 
     def _bus_error(self, text: str) -> None:
         self.throttle(rospy.logerr, text.split(":")[0], f"HDAS: {text}")

@@ -214,6 +214,34 @@ def test_silent_motor_reports_receive_timeout() -> None:
     assert Condition.RECEIVE_TIMEOUT in rig.group.conditions(rig.now)[4]
 
 
+def test_a_pause_of_the_driver_is_not_a_silent_motor() -> None:
+    # the whole machine stalls (no cycles run) far longer than reply_timeout: on resume
+    # the motors answer the next frames, and no RECEIVE_TIMEOUT is reported meanwhile
+    rig = started_arm()
+    rig.now += 0.5
+    assert all(Condition.RECEIVE_TIMEOUT not in c for c in rig.group.conditions(rig.now))
+    rig.cycle(1)
+    assert all(c == set() for c in rig.group.conditions(rig.now))
+    # a motor that stays silent over several cycles is still reported
+    rig.motor("left_arm_joint5").inject("no_reply")
+    rig.now += 0.5
+    rig.cycle(3)
+    assert Condition.RECEIVE_TIMEOUT in rig.group.conditions(rig.now)[4]
+
+
+def test_a_pause_of_the_driver_does_not_fail_a_request() -> None:
+    rig = started_arm()
+    req = rig.group.request(Function.DISABLE, rig.now)
+    rig.group.frames(rig.now)            # the request starts; its frames are lost in a stall
+    rig.now += 2.0                       # past REQUEST_TIMEOUT, but only one cycle ran
+    rig.cycle(5)
+    assert req.done.is_set() and req.success, req.message
+    # a motor that never confirms still fails the request, once enough cycles were run
+    rig.motor("left_arm_joint3").inject("no_reply")
+    req = rig.run_request(Function.ENABLE, cycles=2000)
+    assert not req.success and "left_arm_joint3" in req.message
+
+
 def test_error_bits_follow_the_stock_tables() -> None:
     assert ARM_TABLE.code({Condition.DISABLED}) == 1
     assert ARM_TABLE.code({Condition.RECEIVE_TIMEOUT, Condition.POSITION_EXCEEDED}) == (1 << 4) | (1 << 5)

@@ -267,3 +267,15 @@ def test_table_shows_measurements_limits_and_verdicts() -> None:
     assert imu.endswith("FAIL (no messages)")
     assert lines[-1] == "Overall: FAIL (2 of 3 topics: /hdas/bms, /hdas/imu_chassis)"
     assert format_table([good]).splitlines()[-1] == "Overall: OK"
+
+
+def test_rates_can_be_reported_without_judging() -> None:
+    slow = [i * 0.1 for i in range(5)]                     # 10 Hz against a 450-550 window
+    judged = evaluate(TORSO, slow, {"position": [FOLDED] * 5})
+    assert not judged.ok and judged.hz == pytest.approx(10.0)
+    reported = evaluate(TORSO, slow, {"position": [FOLDED] * 5}, judge_rate=False)
+    assert reported.ok and reported.hz == pytest.approx(10.0) and "not judged" in reported.note
+    # values and presence are still judged
+    assert not evaluate(TORSO, [], {"position": []}, judge_rate=False).ok
+    bad = evaluate(TORSO, slow, {"position": [(9.0, 9.0, 9.0, 9.0)] * 5}, judge_rate=False)
+    assert not bad.ok

@@ -161,9 +161,14 @@ class SimRobot:
         return out
 
     # -- physics -----------------------------------------------------------------------------
-    def step(self, dt: float, now: float) -> None:
-        """Advance the world by dt: motor torques at the current state, then integrate."""
-        self.time = now
+    def step(self, dt: float) -> None:
+        """Advance the world by dt: motor torques at the current state, then integrate.
+
+        The motors live on this simulated clock (`time`), not the wall clock, so a pause
+        of the simulator process (a busy machine) does not trip their comm watchdogs.
+        """
+        self.time += dt
+        now = self.time
         q, v = self.body.positions, self.body.velocities
         tau = np.zeros(len(self.body_joints))
         chassis = self.chassis
