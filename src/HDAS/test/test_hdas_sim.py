@@ -6,7 +6,6 @@ buses -> simulated motors and pinocchio physics -> CAN feedback -> HDAS -> ROS t
 """
 import math
 import subprocess
-import threading
 import time
 import unittest
 from pathlib import Path
@@ -23,34 +22,12 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float32
 
 from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.ros_testing import Latest
 from r1_sim.srv import InjectFault
 
 ARM_JOINTS = [f"left_arm_joint{k}" for k in range(1, 7)]
 GUIDE_KP = [140, 200, 120, 20, 20, 20]
 GUIDE_KD = [10, 50, 5, 1, 1, 0.4]
-
-
-class Latest:
-    """The latest message of a topic and how many arrived."""
-
-    def __init__(self, topic, cls):
-        self.msg, self.count = None, 0
-        self.lock = threading.Lock()
-        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=1)
-
-    def _cb(self, msg):
-        with self.lock:
-            self.msg, self.count = msg, self.count + 1
-
-    def wait(self, timeout=15.0, predicate=None):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not rospy.is_shutdown():
-            with self.lock:
-                m = self.msg
-            if m is not None and (predicate is None or predicate(m)):
-                return m
-            time.sleep(0.01)
-        raise AssertionError(f"{self.sub.name}: no {'matching ' if predicate else ''}message within {timeout} s")
 
 
 class HdasSimTest(unittest.TestCase):
