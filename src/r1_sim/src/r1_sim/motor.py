@@ -186,6 +186,11 @@ class SimMotor:
         elif self.t_mos > MOS_LIMIT_C:
             self.error = Status.MOS_OVER_TEMP
 
+    @property
+    def powered(self) -> bool:
+        """Producing torque: enabled and no fault (a faulted Damiao motor drops its output)."""
+        return self.enabled and self.error is None
+
     def torque(self, position: float, velocity: float, now: float) -> float:
         """Output torque at the joint state (physical angle)."""
         if not self.enabled or self.error is not None:

@@ -199,7 +199,7 @@ class SimRobot:
         brakes = np.zeros(len(self.body_joints), dtype=bool)
         for s in self.slots:
             if s.kind == "body" and self.config.groups[s.group].kind == "torso":
-                brakes[s.index] = not s.motor.enabled
+                brakes[s.index] = not s.motor.powered      # unpowered torso joints are held by their brakes
         self.body.set_brakes(brakes)
         self.body.step(tau, dt)
         if chassis:

@@ -1,0 +1,270 @@
+"""Joint-space target tracking for one joint group (an arm or the torso), free of ROS.
+
+Each target of the stream (joint positions, optional per-joint speed limits) becomes a
+jerk-limited Ruckig trajectory that starts from the previous output state, so a new target
+never makes the commanded velocity or acceleration jump. The helpers at the end give the
+HDAS motor_control fields (MIT or PID mode) and the gravity feed-forward torque.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import ruckig
+
+from mobiman.robot_model import RobotModel
+
+_SLACK = 1.0 + 1e-9   # rounding allowance when comparing a state with limits
+Command = tuple[list[float], list[float], list[float], list[float], list[float]]
+
+
+class TargetError(ValueError):
+    """A target that must be dropped (wrong length, non-finite values, no feedback yet)."""
+
+
+def _vector(values: Sequence[float], n: int, what: str, error: type[Exception] = ValueError) -> np.ndarray:
+    """n finite values; an extra (n+1)-th entry, the gripper on HDAS arm topics, is dropped."""
+    v = np.asarray(values, dtype=float).ravel()
+    if v.shape[0] not in (n, n + 1):
+        raise error(f"{what} has {v.shape[0]} entries, expected {n} (or {n + 1} with a gripper)")
+    if not np.all(np.isfinite(v[:n])):
+        raise error(f"{what} has non-finite entries: {v[:n].tolist()}")
+    return v[:n]
+
+
+@dataclass(frozen=True)
+class TrackerLimits:
+    """Limits of one group; accelerations and jerks follow the speed limit (vendor rule)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity_cap: np.ndarray
+    accel_factor: float = 1.5
+    jerk_factor: float = 1.5
+    fixed_velocity: np.ndarray | None = None
+    fixed_acceleration: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for f in ("lower", "upper", "velocity_cap", "fixed_velocity", "fixed_acceleration"):
+            if getattr(self, f) is not None:
+                object.__setattr__(self, f, np.array(getattr(self, f), dtype=float).ravel())
+        if (self.fixed_velocity is None) != (self.fixed_acceleration is None):
+            raise ValueError("fast mode needs both fixed_velocity and fixed_acceleration")
+        rates = [self.velocity_cap] + ([self.fixed_velocity, self.fixed_acceleration] if self.fast else [])
+        if any(a.shape != self.lower.shape for a in [self.upper, *rates]):
+            raise ValueError("all limit arrays need one entry per joint")
+        if not all(np.all(a > 0) for a in rates) or min(self.accel_factor, self.jerk_factor) <= 0:
+            raise ValueError("speed caps, fixed limits and factors must be positive")
+
+    @property
+    def fast(self) -> bool:
+        return self.fixed_velocity is not None
+
+    def dynamics(self, speed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Ruckig (v, a, j) limits for speed limits `speed`; fast mode: the fixed ones, infinite jerk.
+
+        Ruckig 0.19 takes max_jerk = inf and plans second-order (acceleration-step) profiles.
+        """
+        if self.fast:
+            return self.fixed_velocity.copy(), self.fixed_acceleration.copy(), np.full(speed.shape, np.inf)
+        return speed.copy(), self.accel_factor * speed, self.jerk_factor * speed
+
+
+class JointTrajectoryTracker:
+    """One group (an arm: 6 joints, the torso: 4): Ruckig online trajectory from the current state to the latest target.
+
+    A new speed limit applies at once, but a joint moving (or accelerating) beyond the new limits
+    brakes with the acceleration and jerk limits it had and takes the new ones once its state
+    complies: with a and j scaled down with the speed, Ruckig's brake could take minutes and
+    swing radians past the goal. Ruckig (community) ignores position limits, so only targets are
+    clamped; a joint slowed down just before a goal at a joint limit may pass it slightly.
+    """
+
+    def __init__(self, names: Sequence[str], limits: TrackerLimits, dt: float):
+        self.names: tuple[str, ...] = tuple(names)
+        if len(self.names) != limits.lower.shape[0] or not dt > 0:
+            raise ValueError(f"{len(self.names)} joints, limits for {limits.lower.shape[0]}, dt {dt}")
+        self.dt, self.limits, n = float(dt), limits, len(self.names)
+        self._otg, self._inp, self._out = ruckig.Ruckig(n, self.dt), ruckig.InputParameter(n), ruckig.OutputParameter(n)
+        self._target: np.ndarray | None = None
+        self._pending: tuple[np.ndarray, np.ndarray] | None = None   # (a, j) waiting for a brake to end
+        self._started = self._finished = False
+        self.last_error: str | None = None
+        self._write_limits(*limits.dynamics(limits.velocity_cap))
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def position(self) -> np.ndarray:
+        return np.array(self._inp.current_position)
+
+    @property
+    def velocity(self) -> np.ndarray:
+        return np.array(self._inp.current_velocity)
+
+    @property
+    def acceleration(self) -> np.ndarray:
+        return np.array(self._inp.current_acceleration)
+
+    @property
+    def target(self) -> np.ndarray | None:
+        return None if self._target is None else self._target.copy()
+
+    @property
+    def at_target(self) -> bool:
+        """The trajectory to the current target has finished: at rest there (False with no target)."""
+        return self._target is not None and self._finished
+
+    def velocity_limits(self) -> np.ndarray:
+        """Active speed limits (the cap, or fixed_velocity in fast mode, before any target)."""
+        return self._v.copy()
+
+    def acceleration_limits(self) -> np.ndarray:
+        """Acceleration limits in use (the previous ones while a joint brakes; likewise jerk)."""
+        return self._a.copy()
+
+    def jerk_limits(self) -> np.ndarray:
+        return self._j.copy()
+
+    def reset(self, position: Sequence[float]) -> None:
+        """Hold `position` at rest (start-up: the measured position); clears the target."""
+        q = _vector(position, len(self.names), "reset position")
+        self._hold(q)
+        self._inp.target_position = q.tolist()
+        self._target, self._pending, self._finished, self.last_error = None, None, False, None
+        self._write_limits(*self.limits.dynamics(self.limits.velocity_cap))
+        self._started = True
+
+    def set_target(self, position: Sequence[float], velocity: Sequence[float] | None = None) -> list[str]:
+        """Validate and accept a target; returns notes on what was clamped or capped.
+
+        All is checked before anything changes: after a TargetError the previous target goes on.
+        """
+        if not self._started:
+            raise TargetError("not started: no feedback yet")
+        n, lim, cap = len(self.names), self.limits, self.limits.velocity_cap
+        q = _vector(position, n, "target position", TargetError)
+        speed = None if velocity is None or len(velocity) == 0 else _vector(velocity, n, "target velocity", TargetError)
+        goal = np.clip(q, lim.lower, lim.upper)
+        notes = [f"{name} target {a:.4g} clamped to {b:.4g}" for name, a, b in zip(self.names, q, goal) if a != b]
+        chosen = cap.copy()
+        if speed is not None and not lim.fast:
+            notes += [f"{name} speed {s:.4g} capped to {c:.4g}" for name, s, c in zip(self.names, speed, cap) if s > c]
+            chosen = np.where(speed > 0, np.minimum(speed, cap), cap)
+        v, a, j = lim.dynamics(chosen)
+        ok = self._complies(v, a, j)
+        self._pending = None if ok.all() else (a, j)
+        self._write_limits(v, np.where(ok, a, np.maximum(a, self._a)), np.where(ok, j, np.maximum(j, self._j)))
+        self._target = goal
+        self._inp.target_position = goal.tolist()
+        return notes
+
+    def step(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Advance one dt; returns (position, velocity, acceleration) of the trajectory.
+
+        With no target the reset position is held at rest. If Ruckig fails, the last position is
+        held at rest and the reason goes to `last_error` (a successful step clears it); the target
+        is kept, so the next step tries again from rest.
+        """
+        if not self._started:
+            raise RuntimeError("reset() the tracker with the measured position first")
+        if self._target is not None:
+            self._release_pending()
+            try:
+                result, error = self._otg.update(self._inp, self._out), None
+            except ruckig.RuckigError as exc:
+                result, error = ruckig.Result.Error, str(exc).strip()
+            out = self._out
+            finite = all(np.all(np.isfinite(x)) for x in (out.new_position, out.new_velocity, out.new_acceleration))
+            if result in (ruckig.Result.Working, ruckig.Result.Finished) and finite:
+                out.pass_to_input(self._inp)
+                self._finished, self.last_error = result == ruckig.Result.Finished, None
+                if self._finished:      # settle exactly: Ruckig's end state is off by rounding (~1e-16)
+                    self._hold(self._target)
+            else:
+                self.last_error = error or f"ruckig: {result.name}" + ("" if finite else " (non-finite output)")
+                self._hold(self.position)
+                self._finished = False
+        return self.position, self.velocity, self.acceleration
+
+    def _hold(self, position: np.ndarray) -> None:
+        self._inp.current_position = np.asarray(position, dtype=float).tolist()
+        self._inp.current_velocity = self._inp.current_acceleration = [0.0] * len(self.names)
+
+    def _write_limits(self, v: np.ndarray, a: np.ndarray, j: np.ndarray) -> None:
+        self._v, self._a, self._j = v, a, j
+        self._inp.max_velocity, self._inp.max_acceleration, self._inp.max_jerk = v.tolist(), a.tolist(), j.tolist()
+
+    def _complies(self, v: np.ndarray, a: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Per joint: the state is within (v, a), and ramping a to zero at jerk j stays within v."""
+        vel, acc = self.velocity, self.acceleration
+        peak = vel + acc * np.abs(acc) / (2.0 * j)
+        return (np.abs(vel) <= v * _SLACK) & (np.abs(acc) <= a * _SLACK) & (np.abs(peak) <= v * _SLACK)
+
+    def _release_pending(self) -> None:
+        """Give braking joints the new acceleration/jerk limits once their state allows."""
+        if self._pending is not None:
+            a, j = self._pending
+            ok = self._complies(self._v, a, j)
+            self._pending = None if ok.all() else self._pending
+            if ok.any():
+                self._write_limits(self._v, np.where(ok, a, self._a), np.where(ok, j, self._j))
+
+
+def gravity_feedforward(model: RobotModel, feedback: Mapping[str, Sequence[float]], group: str,
+                        acceleration: Sequence[float] | None = None, inertial_gain: float = 0.0) -> np.ndarray:
+    """Feed-forward torque for `group` at the measured configuration of the whole upper body.
+
+    Gravity is RNEA(q, 0, 0) with every group of `feedback` set (missing ones at neutral), so the
+    torso posture counts in the arms' load. The inertial term is
+    inertial_gain * (RNEA(q, 0, a_full) - RNEA(q, 0, 0))[group] = inertial_gain * M[group, group] @ a,
+    with the planned acceleration on the group's joints and zero elsewhere in a_full (the other
+    groups' plans are not known here); velocity (Coriolis) terms are left out.
+    """
+    q = model.configuration({name: _vector(values, len(model.group(name).joints), f"{name} feedback")
+                             for name, values in feedback.items()})
+    tau = model.gravity(q, group)
+    if acceleration is not None and inertial_gain != 0.0:
+        a_full = model.velocity_vector({group: _vector(acceleration, len(tau), f"{group} acceleration")})
+        tau = tau + inertial_gain * (model.inverse_dynamics(q, np.zeros(model.model.nv), a_full, group) - tau)
+    return tau
+
+
+@dataclass(frozen=True)
+class MitGains:
+    """Per-joint stiffness and damping of the motors' MIT (impedance) mode."""
+
+    kp: np.ndarray
+    kd: np.ndarray
+
+    def __post_init__(self) -> None:
+        for f in ("kp", "kd"):
+            object.__setattr__(self, f, np.array(getattr(self, f), dtype=float).ravel())
+
+
+def _sized(values: Sequence[float] | np.ndarray, n: int, what: str) -> list[float]:
+    arr = np.asarray(values, dtype=float).ravel()
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} needs {n} finite entries, got {arr.tolist()}")
+    return arr.tolist()
+
+
+def mit_command(tracker: JointTrajectoryTracker, gains: MitGains, t_ff: np.ndarray) -> Command:
+    """(p_des, v_des, kp, kd, t_ff) lists for an hdas_msg/motor_control in MIT mode from the tracker's current state."""
+    n = len(tracker.names)
+    return (tracker.position.tolist(), tracker.velocity.tolist(), _sized(gains.kp, n, "kp"),
+            _sized(gains.kd, n, "kd"), _sized(t_ff, n, "t_ff"))
+
+
+def pid_command(tracker: JointTrajectoryTracker, torque_ratio: Sequence[float]) -> Command:
+    """PID (Damiao force-position) mode: the motor's own loop drives to p_des at speed v_des.
+
+    p_des = trajectory position, v_des = the active speed limit per joint, kp = kd = zeros,
+    t_ff = torque ratio clipped to [0, 1].
+    """
+    n = len(tracker.names)
+    ratio = np.clip(_sized(torque_ratio, n, "torque_ratio"), 0.0, 1.0)
+    return (tracker.position.tolist(), tracker.velocity_limits().tolist(), [0.0] * n, [0.0] * n, ratio.tolist())

@@ -1,0 +1,252 @@
+"""r1_jointTracker_demo_node: joint targets -> motor commands, one Ruckig tracker per group.
+
+A thin ROS wrapper around `mobiman.joint_tracker`: each feedback message of a group is
+one tick of that group (so the output runs at the feedback rate, 500 Hz on the R1):
+step its trajectory, add gravity feed-forward at the measured configuration of the
+whole upper body, publish one hdas_msg/motor_control. No feedback, no output.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import rospkg
+import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from hdas_msg.msg import motor_control
+from sensor_msgs.msg import JointState
+
+from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, TargetError, TrackerLimits,
+                                   gravity_feedforward, mit_command, pid_command)
+from mobiman.robot_model import RobotModel, load_group_config
+
+GROUPS = ("torso", "left_arm", "right_arm")
+
+
+class Throttle:
+    """At most one log line per key per period, counting what it swallowed."""
+
+    def __init__(self, period: float = 2.0):
+        self.period = period
+        self._last: dict[str, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, log: Callable[[str], None], key: str, text: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            last, skipped = self._last.get(key, (-1e9, 0))
+            if now - last < self.period:
+                self._last[key] = (last, skipped + 1)
+                return
+            self._last[key] = (now, 0)
+        log(text + (f" ({skipped} more like this suppressed)" if skipped else ""))
+
+
+@dataclass
+class Group:
+    """One tracked group and what the node keeps about it."""
+
+    name: str
+    tracker: JointTrajectoryTracker
+    pub: rospy.Publisher
+    gains: MitGains
+    torque_ratio: np.ndarray
+    gripper_gains: tuple[float, float] | None
+    gripper_target: float | None = None
+    measured: np.ndarray | None = None
+    feedback_stamp: float = -1e9
+    stale: bool = False
+    last_tick: float | None = None
+    last_target: tuple[list[float], list[float]] | None = None
+    resyncs: int = 0
+    stale_count: int = 0
+    ticks: int = 0
+    dropped: int = 0
+    clamped: int = 0
+    tick_times: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class JointTrackerNode:
+    def __init__(self) -> None:
+        self.throttle = Throttle(period=5.0)
+        p: dict[str, Any] = rospy.get_param("~")
+        self.mode = str(p.get("output_mode", "mit"))
+        if self.mode not in ("mit", "pid"):
+            raise SystemExit(f"r1_jointTracker_demo_node: output_mode must be mit or pid, not {self.mode!r}")
+        self.feedback_timeout = float(p.get("feedback_timeout", 0.05))
+        self.inertial = float(p.get("inertial_feedforward", 0.0))
+        dt = 1.0 / float(p.get("nominal_rate_hz", 500))
+        self.max_catch_up = max(1, int(p.get("max_catch_up_ticks", 25)))
+        self.resync_error = float(p.get("resync_error", 0.3))
+        groups_file = p.get("joint_groups_file") or str(
+            Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
+        joint_groups, _ = load_group_config(groups_file)
+        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
+        if not urdf:
+            raise SystemExit("r1_jointTracker_demo_node: no robot_description on the parameter server")
+        self.model = RobotModel(urdf, joint_groups)
+        enabled = [g for g in GROUPS if not (g == "torso" and p.get("disable_torso", False))]
+        fast = bool(p.get("fast", False))
+        self.groups: dict[str, Group] = {}
+        self.measured: dict[str, np.ndarray] = {}      # latest measured positions of every group
+        for name in enabled:
+            cfg = p["groups"][name]
+            limits = self.model.limits(name)
+            fixed = p.get("fast_limits", {}).get(name, {}) if fast else {}
+            tracker_limits = TrackerLimits(
+                lower=limits.lower, upper=limits.upper, velocity_cap=np.array(cfg["velocity_cap"], float),
+                fixed_velocity=np.array(fixed["velocity"], float) if fixed else None,
+                fixed_acceleration=np.array(fixed["acceleration"], float) if fixed else None)
+            grip = cfg.get("gripper")
+            self.groups[name] = Group(
+                name, JointTrajectoryTracker(joint_groups[name], tracker_limits, dt),
+                rospy.Publisher(cfg["command_topic"], motor_control, queue_size=1, tcp_nodelay=True),
+                MitGains(np.array(cfg["kp"], float), np.array(cfg["kd"], float)),
+                np.array(cfg.get("torque_ratio", [1.0] * len(joint_groups[name])), float),
+                (float(grip["kp"]), float(grip["kd"])) if grip else None)
+        for name, g in self.groups.items():
+            cfg = p["groups"][name]
+            rospy.Subscriber(cfg["target_topic"], JointState, self._on_target, g, queue_size=10, tcp_nodelay=True)
+            rospy.Subscriber(cfg["feedback_topic"], JointState, self._on_feedback, g, queue_size=1, tcp_nodelay=True)
+        # other groups' feedback still shapes gravity (e.g. the torso with disable_torso)
+        for name in GROUPS:
+            if name not in self.groups:
+                topic = {"torso": "/hdas/feedback_torso"}.get(name)
+                if topic:
+                    rospy.Subscriber(topic, JointState, self._on_other_feedback, name, queue_size=1)
+        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        rospy.Timer(rospy.Duration(0.02), self._watch)
+        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        rospy.loginfo("r1_jointTracker_demo_node: %s, %s output%s; waiting for feedback", ", ".join(self.groups),
+                      self.mode, ", fast (fixed limits)" if fast else "")
+
+    # -- inputs ----------------------------------------------------------------------------
+    def _on_target(self, msg: JointState, g: Group) -> None:
+        n = len(g.tracker.names)
+        try:
+            with g.lock:
+                notes = g.tracker.set_target(msg.position, msg.velocity)
+                g.last_target = (list(msg.position[:n]), list(msg.velocity))
+                if len(msg.position) == n + 1 and g.gripper_gains is not None:
+                    grip = float(msg.position[n])
+                    g.gripper_target = grip if np.isfinite(grip) else g.gripper_target
+                elif len(msg.position) == n:
+                    g.gripper_target = None
+        except TargetError as e:
+            g.dropped += 1
+            self.throttle(rospy.logerr, f"{g.name}/bad", f"r1_jointTracker_demo_node: {g.name} target dropped: {e}")
+            return
+        if notes:
+            g.clamped += 1
+            self.throttle(rospy.logwarn, f"{g.name}/clamp", f"r1_jointTracker_demo_node: {g.name} target: "
+                          + "; ".join(notes))
+
+    def _on_other_feedback(self, msg: JointState, name: str) -> None:
+        self.measured[name] = np.asarray(msg.position, float)
+
+    def _on_feedback(self, msg: JointState, g: Group) -> None:
+        """One tick: the feedback message drives the trajectory and the output."""
+        t0 = time.perf_counter()
+        n = len(g.tracker.names)
+        q = np.asarray(msg.position[:n], float)
+        if len(q) != n or not np.all(np.isfinite(q)):
+            self.throttle(rospy.logerr, f"{g.name}/feedback", f"r1_jointTracker_demo_node: {g.name} feedback "
+                          f"with {len(msg.position)} positions or non-finite values ignored")
+            return
+        self.measured[g.name] = q
+        with g.lock:
+            g.measured, g.feedback_stamp = q, time.monotonic()
+            if g.stale:
+                g.stale = False
+                self.throttle(rospy.loginfo, f"{g.name}/back",
+                              f"r1_jointTracker_demo_node: {g.name} feedback is back; publishing again")
+            lim = g.tracker.limits
+            here = np.clip(q, lim.lower, lim.upper)      # a joint resting on its hard stop reads just past it
+            if not g.tracker.started:
+                g.tracker.reset(here)    # hold where the robot is: no jump to zero or a stale target
+                rospy.loginfo(f"r1_jointTracker_demo_node: {g.name} feedback arrived; holding {np.round(q, 3).tolist()}")
+            elif np.max(np.abs(q - g.tracker.position)) > self.resync_error:
+                self._resync(g, q, here)
+            # trajectory time follows the wall clock between ticks, but a gap longer than
+            # max_catch_up ticks (a stalled machine, lost feedback) pauses it instead of jumping
+            now = time.monotonic()
+            steps = 1 if g.last_tick is None else int(min(self.max_catch_up,
+                                                           max(1, round((now - g.last_tick) / g.tracker.dt))))
+            g.last_tick = now
+            for _ in range(steps):
+                p, v, a = g.tracker.step()
+            if self.mode == "mit":
+                t_ff = gravity_feedforward(self.model, self.measured, g.name,
+                                           a if self.inertial else None, self.inertial)
+                fields = mit_command(g.tracker, g.gains, t_ff)
+            else:
+                fields = pid_command(g.tracker, g.torque_ratio)
+            grip = g.gripper_target
+        out = motor_control()
+        out.header.stamp = rospy.Time.now()
+        out.name = g.name
+        out.p_des, out.v_des, out.kp, out.kd, out.t_ff = (list(f) for f in fields)
+        if grip is not None:
+            kp, kd = g.gripper_gains
+            for lst, x in zip((out.p_des, out.v_des, out.kp, out.kd, out.t_ff), (grip, 0.0, kp, kd, 0.0)):
+                lst.append(x)
+        g.pub.publish(out)
+        g.ticks += 1
+        g.tick_times.append(time.perf_counter() - t0)
+        if len(g.tick_times) > 5000:
+            del g.tick_times[:2500]
+
+    def _resync(self, g: Group, q: np.ndarray, here: np.ndarray) -> None:
+        """The robot is far from the plan (motors off after a fault, blocked, pushed): plan again
+        from where it is, so that re-enabled motors are never yanked toward a stale set-point."""
+        err = np.abs(q - g.tracker.position)
+        worst = int(np.argmax(err))
+        g.resyncs += 1
+        g.tracker.reset(here)
+        if g.last_target is not None:
+            try:
+                g.tracker.set_target(*g.last_target)
+            except TargetError:
+                pass
+        self.throttle(rospy.logwarn, f"{g.name}/resync",
+                      f"r1_jointTracker_demo_node: {g.name} is {err[worst]:.2f} rad from its trajectory at "
+                      f"{g.tracker.names[worst]} (> {self.resync_error} rad: motors off, blocked or pushed?); "
+                      f"re-planned from the measured position ({g.resyncs} times so far)")
+
+    # -- supervision -----------------------------------------------------------------------
+    def _watch(self, _event: Any) -> None:
+        now = time.monotonic()
+        for g in self.groups.values():
+            if g.tracker.started and not g.stale and now - g.feedback_stamp > self.feedback_timeout:
+                g.stale = True
+                g.stale_count += 1
+                self.throttle(rospy.logwarn, f"{g.name}/stale",
+                              f"r1_jointTracker_demo_node: {g.name} feedback stale for {now - g.feedback_stamp:.3f} s "
+                              f"(> {self.feedback_timeout} s): not publishing until it is back (HDAS holds the "
+                              f"last command); {g.stale_count} times so far")
+
+    def _publish_diagnostics(self, _event: Any) -> None:
+        array = DiagnosticArray()
+        array.header.stamp = rospy.Time.now()
+        for g in self.groups.values():
+            ticks = np.array(g.tick_times[-500:]) * 1e6 if g.tick_times else np.zeros(1)
+            state = "waiting for feedback" if not g.tracker.started else ("feedback stale" if g.stale else
+                                                                          ("at target" if g.tracker.at_target else "moving"))
+            level = DiagnosticStatus.WARN if g.stale or not g.tracker.started else DiagnosticStatus.OK
+            values = {"ticks": g.ticks, "tick_us_median": f"{np.median(ticks):.0f}",
+                      "tick_us_p99": f"{np.percentile(ticks, 99):.0f}", "targets_dropped": g.dropped,
+                      "targets_clamped": g.clamped, "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "ruckig_error": g.tracker.last_error or ""}
+            array.status.append(DiagnosticStatus(level=level, name=f"r1_jointTracker_demo_node: {g.name}",
+                                                 message=state, values=[KeyValue(k, str(v)) for k, v in values.items()]))
+        self._diagnostics.publish(array)
+
+
+def main() -> None:
+    rospy.init_node("r1_jointTracker_demo_node")
+    JointTrackerNode()
+    rospy.spin()

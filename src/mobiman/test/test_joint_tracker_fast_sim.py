@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""r1_jointTrackerdemo_fast on the simulated R1: a dense streamed sine is followed with bounded lag.
+
+The sine (0.3 rad, 0.4 Hz on left_arm_joint4 and joint1) stays inside the fast mode's fixed
+limits, so the arm must follow it with a small, constant lag. The bounds are generous (a
+busy machine delays everything) but fail if the tracker lags a whole cycle or does not follow.
+"""
+import math
+import time
+import unittest
+
+import numpy as np
+import rospy
+import rostest
+from sensor_msgs.msg import JointState
+
+from mobiman.ros_testing import Latest, Recorder
+
+AMPLITUDE, FREQUENCY, RATE = 0.3, 0.4, 100.0
+CENTER = np.array([-0.6, 0.5, -1.4, 0.0, 0.3, 0.0])
+MOVING = (0, 3)
+
+
+def sine_target(t: float) -> np.ndarray:
+    q = CENTER.copy()
+    for j in MOVING:
+        q[j] += AMPLITUDE * math.sin(2 * math.pi * FREQUENCY * t)
+    return q
+
+
+class JointTrackerFastSimTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_joint_tracker_fast_sim", anonymous=True)
+        cls.target = rospy.Publisher("/motion_target/target_joint_state_arm_left", JointState, queue_size=10)
+        cls.fb = Latest("/hdas/feedback_arm_left", JointState)
+        cls.rec = Recorder("/hdas/feedback_arm_left", JointState)
+        cls.fb.wait(60)
+        time.sleep(1.0)
+
+    def stream(self, seconds: float, t0: float) -> list[tuple[float, np.ndarray]]:
+        sent = []
+        next_t = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            t = time.monotonic() - t0
+            q = sine_target(t)
+            self.target.publish(JointState(position=q.tolist()))
+            sent.append((time.monotonic(), q))
+            next_t += 1.0 / RATE
+            time.sleep(max(0.0, next_t - time.monotonic()))
+        return sent
+
+    def test_streamed_sine_followed_with_bounded_lag(self):
+        # go to the sine's start, then stream it densely
+        t0 = time.monotonic()
+        deadline = t0 + 30
+        while time.monotonic() < deadline:
+            self.target.publish(JointState(position=CENTER.tolist()))
+            if np.max(np.abs(np.array(self.fb.wait().position[:6]) - CENTER)) < 0.02:
+                break
+            time.sleep(0.02)
+        self.assertLess(np.max(np.abs(np.array(self.fb.wait().position[:6]) - CENTER)), 0.02, "not at the start")
+        t0 = time.monotonic()
+        self.stream(2.0, t0)                       # settle into the motion
+        self.rec.start()
+        self.stream(8.0, t0)
+        samples = self.rec.stop()
+        self.assertGreater(len(samples), 100)
+        times = np.array([t for t, _ in samples]) - t0
+        measured = np.array([m.position[:6] for _, m in samples])
+        best = None
+        for lag in np.arange(0.0, 1.0, 0.005):
+            expected = np.array([sine_target(t - lag) for t in times])
+            rms = float(np.sqrt(np.mean((measured[:, MOVING] - expected[:, MOVING]) ** 2)))
+            if best is None or rms < best[1]:
+                best = (lag, rms)
+        lag, rms = best
+        rospy.loginfo(f"fast tracker: lag {lag * 1e3:.0f} ms, rms error at that lag {rms:.4f} rad")
+        self.assertLess(lag, 0.5, f"lag {lag:.3f} s")
+        self.assertLess(rms, 0.05, f"rms {rms:.4f} rad at lag {lag:.3f} s")
+        # the joints that were not streamed stayed put
+        still = [j for j in range(6) if j not in MOVING]
+        self.assertLess(np.max(np.abs(measured[:, still] - CENTER[still])), 0.03)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("mobiman", "joint_tracker_fast_sim", JointTrackerFastSimTest)

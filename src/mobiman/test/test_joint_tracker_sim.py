@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""The joint tracker on HDAS on the simulated R1: reaching, speed limits, overshoot, holding,
+start-up without a jump, a target stream that stops mid-motion.
+
+The whole chain is real: target topic -> r1_jointTracker_demo_node (Ruckig, RNEA) ->
+/motion_control -> HDAS -> CAN -> simulated motors and physics -> feedback.
+"""
+import subprocess
+import time
+import unittest
+
+import numpy as np
+import rospy
+import rostest
+from hdas_msg.msg import motor_control
+from sensor_msgs.msg import JointState
+
+from mobiman.ros_testing import Latest, Recorder
+
+TOPICS = {"left_arm": ("/motion_target/target_joint_state_arm_left", "/hdas/feedback_arm_left",
+                       "/motion_control/control_arm_left", 6),
+          "right_arm": ("/motion_target/target_joint_state_arm_right", "/hdas/feedback_arm_right",
+                        "/motion_control/control_arm_right", 6),
+          "torso": ("/motion_target/target_joint_state_torso", "/hdas/feedback_torso",
+                    "/motion_control/control_torso", 4)}
+# A target set inside the guide's ranges: torso bent a little, both arms raised in front.
+TARGETS = {"torso": ([0.25, -0.4, 0.15, 0.1], [0.5] * 4),
+           "left_arm": ([-0.4, 0.6, -1.3, 0.3, 0.4, 0.2], [1.0, 1.0, 1.0, 1.5, 1.5, 1.5]),
+           "right_arm": ([0.4, 0.6, -1.3, -0.3, -0.4, -0.2], [1.0, 1.0, 1.0, 1.5, 1.5, 1.5])}
+
+
+class JointTrackerSimTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_joint_tracker_sim", anonymous=True)
+        cls.target = {g: rospy.Publisher(t[0], JointState, queue_size=10) for g, t in TOPICS.items()}
+        cls.fb = {g: Latest(t[1], JointState) for g, t in TOPICS.items()}
+        cls.cmd = {g: Latest(t[2], motor_control) for g, t in TOPICS.items()}
+        cls.fb_rec = {g: Recorder(t[1], JointState) for g, t in TOPICS.items()}
+        for g, t in TOPICS.items():
+            cls.fb[g].wait(60)
+            cls.cmd[g].wait(60)
+        time.sleep(1.0)     # publishers connected
+
+    def q(self, group):
+        return np.array(self.fb[group].wait().position[:TOPICS[group][3]])
+
+    def send(self, group, position, velocity=()):
+        self.target[group].publish(JointState(position=list(position), velocity=list(velocity)))
+
+    def wait_reached(self, group, target, tolerance=0.01, timeout=40.0):
+        """Wait until the group is within tolerance of target and at rest; returns the final position."""
+        target = np.asarray(target)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = self.fb[group].wait()
+            n = TOPICS[group][3]
+            q, v = np.array(m.position[:n]), np.array(m.velocity[:n])
+            if np.max(np.abs(q - target)) < tolerance and np.max(np.abs(v)) < 0.02:
+                return q
+            time.sleep(0.02)
+        self.fail(f"{group} did not reach {target.tolist()} within {timeout} s: at {self.q(group).tolist()}")
+
+    # -- start-up: the first command holds where the robot is --------------------------------------
+    def test_a_start_up_holds_the_measured_position(self):
+        for group in TOPICS:
+            cmd, q = self.cmd[group].wait(), self.q(group)
+            n = TOPICS[group][3]
+            self.assertEqual(len(cmd.p_des), n, "no gripper entry unless a target carries 7 positions")
+            np.testing.assert_allclose(cmd.p_des, q, atol=0.02)
+            np.testing.assert_allclose(cmd.v_des, 0.0, atol=1e-6)
+            self.assertTrue(any(abs(t) > 0.05 for t in cmd.t_ff) or group == "torso", "gravity feed-forward")
+
+    # -- the target set: reached, within the speed limits, no overshoot; then held ---------------
+    def test_b_target_set_reached_within_limits_and_held(self):
+        start = {g: self.q(g) for g in TOPICS}
+        for rec in self.fb_rec.values():
+            rec.start()
+        for g, (p, v) in TARGETS.items():
+            self.send(g, p, v)
+        final = {g: self.wait_reached(g, TARGETS[g][0], timeout=180) for g in TARGETS}
+        samples = {g: rec.stop() for g, rec in self.fb_rec.items()}
+        for g, (p, v) in TARGETS.items():
+            n = TOPICS[g][3]
+            pos = np.array([m.position[:n] for _, m in samples[g]])
+            vel = np.array([m.velocity[:n] for _, m in samples[g]])
+            self.assertGreater(len(pos), 50, f"{g}: too few feedback samples")
+            np.testing.assert_allclose(final[g], p, atol=0.01, err_msg=f"{g} not reached")
+            # speed limits (measured by the motors) exceeded by at most 5 %
+            peak = np.max(np.abs(vel), axis=0)
+            self.assertTrue(np.all(peak <= 1.05 * np.array(v)), f"{g}: peak speeds {peak.round(3)} over {v}")
+            # overshoot: no excursion beyond the target in the direction of motion above 0.02 rad
+            direction = np.sign(np.array(p) - start[g])
+            beyond = np.max((pos - np.array(p)) * direction, axis=0)
+            self.assertTrue(np.all(beyond < 0.02), f"{g}: overshoot {beyond.round(4)}")
+        # gravity feed-forward: the raised arms hold within 0.01 rad for 5 s
+        t0 = time.monotonic()
+        worst = {g: 0.0 for g in TARGETS}
+        while time.monotonic() - t0 < 5.0:
+            for g, (p, _) in TARGETS.items():
+                worst[g] = max(worst[g], float(np.max(np.abs(self.q(g) - p))))
+            time.sleep(0.02)
+        for g, w in worst.items():
+            self.assertLess(w, 0.01, f"{g} drifted {w:.4f} rad while holding")
+
+    # -- bad targets are dropped, the node lives --------------------------------------------------
+    def test_c_bad_targets_dropped(self):
+        hold = np.array(self.cmd["left_arm"].wait(120, lambda m: max(abs(v) for v in m.v_des) < 1e-9).p_des[:6])
+        self.send("left_arm", [float("nan")] * 6)
+        self.send("left_arm", [0.1] * 5)
+        self.send("left_arm", [0.0] * 6, [float("inf")] * 6)
+        time.sleep(1.0)
+        np.testing.assert_allclose(self.cmd["left_arm"].wait().p_des[:6], hold, atol=1e-6)
+        count = self.cmd["left_arm"].count
+        self.cmd["left_arm"].wait(5, lambda m: self.cmd["left_arm"].count > count + 20)
+
+    # -- a target beyond the joint limits is clamped to them ------------------------------------
+    def test_d_out_of_limit_target_clamped(self):
+        target = list(TARGETS["left_arm"][0])
+        target[1] = 5.0                       # left_arm_joint2 upper limit 3.2289
+        self.send("left_arm", target, [1.5] * 6)
+        cmd = self.cmd["left_arm"].wait(120, lambda m: abs(m.p_des[1] - 3.2289) < 1e-3 and abs(m.v_des[1]) < 1e-6)
+        self.assertLessEqual(max(c.p_des[1] for c in [cmd]), 3.2289 + 1e-6)
+        self.send("left_arm", TARGETS["left_arm"][0], [1.5] * 6)
+        self.wait_reached("left_arm", TARGETS["left_arm"][0], timeout=180)
+
+    # -- the target stream stops mid-motion: the arm ends where the trajectory ends, and stays --------
+    def test_e_stream_stops_mid_motion(self):
+        self.wait_reached("left_arm", self.cmd["left_arm"].wait(120, lambda m: max(abs(v) for v in m.v_des) < 1e-9)
+                          .p_des[:6], tolerance=0.02, timeout=180)
+        goal = [-0.2, 0.3, -0.9, 0.0, 0.2, 0.0]
+        body = "{position: %s, velocity: [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]}" % goal
+        pub = subprocess.Popen(["rostopic", "pub", "-r", "20", TOPICS["left_arm"][0], "sensor_msgs/JointState", body],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            self.fb["left_arm"].wait(60, lambda m: abs(m.velocity[2]) > 0.1)     # moving
+        finally:
+            pub.kill()
+            pub.wait()
+        final = self.wait_reached("left_arm", goal, timeout=180)
+        time.sleep(1.0)
+        np.testing.assert_allclose(self.q("left_arm"), final, atol=0.005)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("mobiman", "joint_tracker_sim", JointTrackerSimTest)
