@@ -65,7 +65,7 @@ class JointTrackerFastSimTest(unittest.TestCase):
         self.rec.start()
         self.stream(8.0, t0)
         samples = self.rec.stop()
-        self.assertGreater(len(samples), 100)
+        self.assertGreater(len(samples), 40, "too few feedback samples to judge")
         times = np.array([t for t, _ in samples]) - t0
         measured = np.array([m.position[:6] for _, m in samples])
         best = None

@@ -170,8 +170,8 @@ class JointTrackerNode:
             if not g.tracker.started:
                 g.tracker.reset(here)    # hold where the robot is: no jump to zero or a stale target
                 rospy.loginfo(f"r1_jointTracker_demo_node: {g.name} feedback arrived; holding {np.round(q, 3).tolist()}")
-            elif np.max(np.abs(q - g.tracker.position)) > self.resync_error:
-                self._resync(g, q, here)
+            elif np.max(np.abs(q - g.tracker.position)) > self.resync_error and self._at_rest(msg, n):
+                self._resync(g, q, here)     # far from the plan and not moving: not a lag, the motors are off
             # trajectory time follows the wall clock between ticks, but a gap longer than
             # max_catch_up ticks (a stalled machine, lost feedback) pauses it instead of jumping
             now = time.monotonic()
@@ -191,6 +191,8 @@ class JointTrackerNode:
         out.header.stamp = rospy.Time.now()
         out.name = g.name
         out.p_des, out.v_des, out.kp, out.kd, out.t_ff = (list(f) for f in fields)
+        # Ruckig does not enforce position limits: a braking joint may pass one by a hair
+        out.p_des = np.clip(out.p_des, g.tracker.limits.lower, g.tracker.limits.upper).tolist()
         if grip is not None:
             kp, kd = g.gripper_gains
             for lst, x in zip((out.p_des, out.v_des, out.kp, out.kd, out.t_ff), (grip, 0.0, kp, kd, 0.0)):
@@ -200,6 +202,11 @@ class JointTrackerNode:
         g.tick_times.append(time.perf_counter() - t0)
         if len(g.tick_times) > 5000:
             del g.tick_times[:2500]
+
+    @staticmethod
+    def _at_rest(msg: JointState, n: int) -> bool:
+        v = np.asarray(msg.velocity[:n], float)
+        return len(v) == n and bool(np.all(np.abs(v) < 0.05))
 
     def _resync(self, g: Group, q: np.ndarray, here: np.ndarray) -> None:
         """The robot is far from the plan (motors off after a fault, blocked, pushed): plan again
@@ -215,7 +222,7 @@ class JointTrackerNode:
                 pass
         self.throttle(rospy.logwarn, f"{g.name}/resync",
                       f"r1_jointTracker_demo_node: {g.name} is {err[worst]:.2f} rad from its trajectory at "
-                      f"{g.tracker.names[worst]} (> {self.resync_error} rad: motors off, blocked or pushed?); "
+                      f"{g.tracker.names[worst]} (> {self.resync_error} rad) and not moving: motors off or blocked?; "
                       f"re-planned from the measured position ({g.resyncs} times so far)")
 
     # -- supervision -----------------------------------------------------------------------
