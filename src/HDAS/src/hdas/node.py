@@ -7,7 +7,6 @@ services to them and publishes at the rates of the stock driver.
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Callable
 
@@ -23,6 +22,7 @@ from hdas.boards import Board, make_board
 from hdas.bus import DriverBus, open_bus
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
+from hdas.throttle import Throttle
 from hdas.urdf_limits import limit_arrays, read_limits
 
 # Stock topic params (r1_sdk_facts.md §2.2): param name -> default topic.
@@ -75,25 +75,6 @@ GRIPPER_TOPICS = {
 BOARD_TOPICS = {"imu_chassis": "chassis_imu_feedback_topic_name", "imu_torso": "torso_imu_feedback_topic_name",
                 "bms": "bms_feedback_topic_name", "remote": "controller_topic_name"}
 SERVICE_WAIT = 10.0  # [s] a function frame's answer (the request itself gives up after 1 s and 50 cycles)
-
-
-class Throttle:
-    """At most one log line per key per period, with a count of what was suppressed."""
-
-    def __init__(self, period: float = 2.0):
-        self.period = period
-        self._last: dict[str, tuple[float, int]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, log: Callable[[str], None], key: str, text: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last, skipped = self._last.get(key, (-1e9, 0))
-            if now - last < self.period:
-                self._last[key] = (last, skipped + 1)
-                return
-            self._last[key] = (now, 0)
-        log(text + (f" ({skipped} more like this suppressed)" if skipped else ""))
 
 
 class HdasNode:

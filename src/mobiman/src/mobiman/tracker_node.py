@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import rospkg
@@ -20,6 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
+from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, TargetError, TrackerLimits,
                                    gravity_feedforward, mit_command, pid_command)
 from mobiman.robot_model import RobotModel, load_group_config
@@ -27,26 +28,6 @@ from mobiman.robot_model import RobotModel, load_group_config
 GROUPS = ("torso", "left_arm", "right_arm")
 
 
-class Throttle:
-    """At most one log line per key per period, counting what it swallowed."""
-
-    def __init__(self, period: float = 2.0):
-        self.period = period
-        self._last: dict[str, tuple[float, int]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, log: Callable[[str], None], key: str, text: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last, skipped = self._last.get(key, (-1e9, 0))
-            if now - last < self.period:
-                self._last[key] = (last, skipped + 1)
-                return
-            self._last[key] = (now, 0)
-        log(text + (f" ({skipped} more like this suppressed)" if skipped else ""))
-
-
-@dataclass
 class Group:
     """One tracked group and what the node keeps about it."""
 
