@@ -41,7 +41,7 @@ def test_run_brings_description_up_and_stops_on_ctrl_c(run_env: dict) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines: list[str] = []
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300   # a starved shared machine brings HDAS up slowly
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
             if not line:
