@@ -13,6 +13,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
+from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
 from mobiman.ros_testing import Latest, Recorder
@@ -36,7 +37,8 @@ class JointTrackerFastSimTest(unittest.TestCase):
         cls.target = rospy.Publisher("/motion_target/target_joint_state_arm_left", JointState, queue_size=10)
         cls.fb = Latest("/hdas/feedback_arm_left", JointState)
         cls.rec = Recorder("/hdas/feedback_arm_left", JointState)
-        cls.fb.wait(60)
+        cls.fb.wait(120)
+        Latest("/motion_control/control_arm_left", motor_control).wait(120)    # the tracker is up
         time.sleep(1.0)
 
     def stream(self, seconds: float, t0: float) -> list[tuple[float, np.ndarray]]:
@@ -54,7 +56,7 @@ class JointTrackerFastSimTest(unittest.TestCase):
     def test_streamed_sine_followed_with_bounded_lag(self):
         # go to the sine's start, then stream it densely
         t0 = time.monotonic()
-        deadline = t0 + 30
+        deadline = t0 + 120
         while time.monotonic() < deadline:
             self.target.publish(JointState(position=CENTER.tolist()))
             if np.max(np.abs(np.array(self.fb.wait().position[:6]) - CENTER)) < 0.02:

@@ -50,7 +50,12 @@ class JointTrackerFeedbackTest(unittest.TestCase):
         cls.target = rospy.Publisher("/motion_target/target_joint_state_arm_left", JointState, queue_size=10)
         cls.player = FeedbackPlayer()
         cls.player.start()
-        time.sleep(2.0)    # node up and connected
+        # the tracker is up once it listens to the feedback (a starved machine starts it slowly)
+        deadline = time.monotonic() + 120
+        while cls.player.pub.get_num_connections() == 0 or cls.target.get_num_connections() == 0:
+            assert time.monotonic() < deadline, "the tracker node did not come up"
+            time.sleep(0.1)
+        time.sleep(0.5)
 
     def test_lifecycle(self):
         # 1. no feedback: no output, even with a target
@@ -59,7 +64,7 @@ class JointTrackerFeedbackTest(unittest.TestCase):
         self.assertEqual(self.cmd.count, 0, "published before any feedback")
         # 2. feedback arrives: it holds the measured position (the early target was dropped)
         self.player.playing = True
-        first = self.cmd.wait(10)
+        first = self.cmd.wait(30)
         np.testing.assert_allclose(first.p_des, MEASURED[:6], atol=1e-6)
         np.testing.assert_allclose(first.v_des, 0.0, atol=1e-9)
         time.sleep(0.5)
