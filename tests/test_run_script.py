@@ -64,8 +64,20 @@ def test_run_brings_description_up_and_stops_on_ctrl_c(run_env: dict) -> None:
         assert alive == [], f"left running: {alive}"
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            # a failed check must not leave the stack running (it would starve every later test):
+            # Ctrl-C first (the script stops its launches), then kill whatever is left
+            kids = _descendants(proc.pid)
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            for pid in kids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
 
 def test_run_refuses_a_port_where_a_master_already_runs(run_env: dict) -> None:
