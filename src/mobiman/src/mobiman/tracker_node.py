@@ -28,6 +28,7 @@ from mobiman.robot_model import RobotModel, load_group_config
 GROUPS = ("torso", "left_arm", "right_arm")
 
 
+@dataclass
 class Group:
     """One tracked group and what the node keeps about it."""
 
