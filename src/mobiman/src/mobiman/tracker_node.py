@@ -72,6 +72,7 @@ class JointTrackerNode:
         if not urdf:
             raise SystemExit("r1_jointTracker_demo_node: no robot_description on the parameter server")
         self.model = RobotModel(urdf, joint_groups)
+        self.model_lock = threading.Lock()   # one pinocchio Data, three feedback threads
         enabled = [g for g in GROUPS if not (g == "torso" and p.get("disable_torso", False))]
         fast = bool(p.get("fast", False))
         self.groups: dict[str, Group] = {}
@@ -163,8 +164,9 @@ class JointTrackerNode:
             for _ in range(steps):
                 p, v, a = g.tracker.step()
             if self.mode == "mit":
-                t_ff = gravity_feedforward(self.model, self.measured, g.name,
-                                           a if self.inertial else None, self.inertial)
+                with self.model_lock:
+                    t_ff = gravity_feedforward(self.model, self.measured, g.name,
+                                               a if self.inertial else None, self.inertial)
                 fields = mit_command(g.tracker, g.gains, t_ff)
             else:
                 fields = pid_command(g.tracker, g.torque_ratio)

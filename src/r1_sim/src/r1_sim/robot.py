@@ -85,8 +85,8 @@ class SimRobot:
             for mode in damiao.ControlMode:
                 self._command_ids[slot.bus][damiao.command_id(slot.spec.esc_id, mode)] = slot
             self._register_ids[slot.bus][slot.spec.esc_id] = slot
-        self._torso = np.array([s.kind == "body" and s.group == "torso" for s in self.slots])
-        self._braked_joints = [s.index for s in self.slots if s.kind == "body" and self.config.groups[s.group].kind == "torso"]
+        # torso joints have brakes that hold them whenever their motor is unpowered
+        self._braked = [s for s in self.slots if s.kind == "body" and config.groups[s.group].kind == "torso"]
         noise = params.get("imu", {})
         self.imu = {name: ImuModel(gyro_noise=float(noise.get("gyro_noise", 0.0)),
                                    acc_noise=float(noise.get("acc_noise", 0.0)))
@@ -197,9 +197,8 @@ class SimRobot:
                 wheel_tau[s.index] = t
                 power += abs(t * chassis.wheel_speeds[s.index])
         brakes = np.zeros(len(self.body_joints), dtype=bool)
-        for s in self.slots:
-            if s.kind == "body" and self.config.groups[s.group].kind == "torso":
-                brakes[s.index] = not s.motor.powered      # unpowered torso joints are held by their brakes
+        for s in self._braked:
+            brakes[s.index] = not s.motor.powered
         self.body.set_brakes(brakes)
         self.body.step(tau, dt)
         if chassis:
