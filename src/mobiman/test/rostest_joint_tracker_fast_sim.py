@@ -5,6 +5,9 @@ The sine (0.3 rad, 0.4 Hz on left_arm_joint4 and joint1) stays inside the fast m
 limits, so the arm must follow it with a small, constant lag. The test judges the shape (the
 measured motion is the sine, shifted by less than half a period); the lag in milliseconds is
 logged, not judged, since a busy shared machine delays everything.
+
+Time is ROS time throughout: the sine's phase, and the feedback's header stamps. On the
+simulated robot that is simulated time (/clock), the clock the physics and the tracker keep.
 """
 import math
 import time
@@ -41,35 +44,30 @@ class JointTrackerFastSimTest(unittest.TestCase):
         Latest("/motion_control/control_arm_left", motor_control).wait(120)    # the tracker is up
         time.sleep(1.0)
 
-    def stream(self, seconds: float, t0: float) -> list[tuple[float, np.ndarray]]:
-        sent = []
-        next_t = time.monotonic()
-        while time.monotonic() - t0 < seconds:
-            t = time.monotonic() - t0
-            q = sine_target(t)
-            self.target.publish(JointState(position=q.tolist()))
-            sent.append((time.monotonic(), q))
-            next_t += 1.0 / RATE
-            time.sleep(max(0.0, next_t - time.monotonic()))
-        return sent
+    def stream(self, seconds: float, t0: float) -> None:
+        """Publish the sine at RATE (wall) with its phase on ROS time, until `seconds` of ROS time."""
+        wall_deadline = time.monotonic() + 60.0 + 20.0 * seconds      # the clock must move at all
+        while rospy.get_time() - t0 < seconds:
+            self.assertLess(time.monotonic(), wall_deadline, "ROS time stopped advancing")
+            self.target.publish(JointState(position=sine_target(rospy.get_time() - t0).tolist()))
+            time.sleep(1.0 / RATE)
 
     def test_streamed_sine_followed_with_bounded_lag(self):
         # go to the sine's start, then stream it densely
-        t0 = time.monotonic()
-        deadline = t0 + 120
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             self.target.publish(JointState(position=CENTER.tolist()))
             if np.max(np.abs(np.array(self.fb.wait().position[:6]) - CENTER)) < 0.02:
                 break
             time.sleep(0.02)
         self.assertLess(np.max(np.abs(np.array(self.fb.wait().position[:6]) - CENTER)), 0.02, "not at the start")
-        t0 = time.monotonic()
+        t0 = rospy.get_time()
         self.stream(2.0, t0)                       # settle into the motion
         self.rec.start()
         self.stream(8.0, t0)
         samples = self.rec.stop()
         self.assertGreater(len(samples), 40, "too few feedback samples to judge")
-        times = np.array([t for t, _ in samples]) - t0
+        times = np.array([m.header.stamp.to_sec() for _, m in samples]) - t0
         measured = np.array([m.position[:6] for _, m in samples])
         best = None
         for lag in np.arange(0.0, 1.25, 0.005):

@@ -279,3 +279,8 @@ def test_rates_can_be_reported_without_judging() -> None:
     assert not evaluate(TORSO, [], {"position": []}, judge_rate=False).ok
     bad = evaluate(TORSO, slow, {"position": [(9.0, 9.0, 9.0, 9.0)] * 5}, judge_rate=False)
     assert not bad.ok
+    # one message in the window is alive when rates are not judged, still not when they are
+    once = evaluate(TORSO, [0.0], {"position": [FOLDED]}, judge_rate=False)
+    assert once.ok and once.hz is None
+    assert not evaluate(TORSO, [0.0], {"position": [FOLDED]}).ok
+    assert not evaluate(TORSO, [0.0], {"position": [(9.0, 9.0, 9.0, 9.0)]}, judge_rate=False).ok

@@ -24,7 +24,7 @@ class Latest:
         with self.lock:
             self.msg, self.count = msg, self.count + 1
 
-    def wait(self, timeout: float = 15.0, predicate: Callable[[Any], bool] | None = None) -> Any:
+    def wait(self, timeout: float = 30.0, predicate: Callable[[Any], bool] | None = None) -> Any:
         """The latest message (matching `predicate`), waiting up to `timeout` s; AssertionError if none."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not rospy.is_shutdown():

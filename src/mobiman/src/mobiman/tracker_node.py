@@ -43,6 +43,7 @@ class Group:
     feedback_stamp: float = -1e9
     stale: bool = False
     last_tick: float | None = None
+    clock_debt: float = 0.0            # robot time not yet turned into trajectory ticks [s]
     last_target: tuple[list[float], list[float]] | None = None
     resyncs: int = 0
     stale_count: int = 0
@@ -143,7 +144,7 @@ class JointTrackerNode:
             return
         self.measured[g.name] = q
         with g.lock:
-            g.measured, g.feedback_stamp = q, time.monotonic()
+            g.measured, g.feedback_stamp = q, rospy.get_time()
             if g.stale:
                 g.stale = False
                 self.throttle(rospy.loginfo, f"{g.name}/back",
@@ -155,14 +156,10 @@ class JointTrackerNode:
                 rospy.loginfo(f"r1_jointTracker_demo_node: {g.name} feedback arrived; holding {np.round(q, 3).tolist()}")
             elif np.max(np.abs(q - g.tracker.position)) > self.resync_error and self._at_rest(msg, n):
                 self._resync(g, q, here)     # far from the plan and not moving: not a lag, the motors are off
-            # trajectory time follows the wall clock between ticks, but a gap longer than
-            # max_catch_up ticks (a stalled machine, lost feedback) pauses it instead of jumping
-            now = time.monotonic()
-            steps = 1 if g.last_tick is None else int(min(self.max_catch_up,
-                                                           max(1, round((now - g.last_tick) / g.tracker.dt))))
-            g.last_tick = now
+            steps = self._ticks_due(g, msg.header.stamp.to_sec() or rospy.get_time())
             for _ in range(steps):
-                p, v, a = g.tracker.step()
+                g.tracker.step()
+            a = g.tracker.acceleration
             if self.mode == "mit":
                 with self.model_lock:
                     t_ff = gravity_feedforward(self.model, self.measured, g.name,
@@ -186,6 +183,25 @@ class JointTrackerNode:
         g.tick_times.append(time.perf_counter() - t0)
         if len(g.tick_times) > 5000:
             del g.tick_times[:2500]
+
+    def _ticks_due(self, g: Group, now: float) -> int:
+        """Trajectory ticks for the robot time since the last feedback (its header stamp).
+
+        The trajectory keeps the robot's clock: HDAS stamps each feedback message, and on the
+        simulated robot that stamp is simulated time (/clock), so a busy machine slows the
+        plan together with the physics. A gap longer than max_catch_up ticks (lost feedback,
+        a stalled driver) pauses the plan instead of jumping it ahead.
+        """
+        if g.last_tick is None or now < g.last_tick:     # first tick, or the clock went back
+            g.last_tick, g.clock_debt = now, 0.0
+            return 1
+        g.clock_debt += now - g.last_tick
+        g.last_tick = now
+        steps = int(g.clock_debt / g.tracker.dt + 1e-9)
+        g.clock_debt -= steps * g.tracker.dt
+        if steps > self.max_catch_up:
+            steps, g.clock_debt = self.max_catch_up, 0.0
+        return steps
 
     @staticmethod
     def _at_rest(msg: JointState, n: int) -> bool:
@@ -211,7 +227,7 @@ class JointTrackerNode:
 
     # -- supervision -----------------------------------------------------------------------
     def _watch(self, _event: Any) -> None:
-        now = time.monotonic()
+        now = rospy.get_time()
         for g in self.groups.values():
             if g.tracker.started and not g.stale and now - g.feedback_stamp > self.feedback_timeout:
                 g.stale = True
