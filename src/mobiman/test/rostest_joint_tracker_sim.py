@@ -88,7 +88,10 @@ class JointTrackerSimTest(unittest.TestCase):
             np.testing.assert_allclose(final[g], p, atol=0.01, err_msg=f"{g} not reached")
             # speed limits (measured by the motors) exceeded by at most 5 %
             peak = np.max(np.abs(vel), axis=0)
-            self.assertTrue(np.all(peak <= 1.05 * np.array(v)), f"{g}: peak speeds {peak.round(3)} over {v}")
+            k = int(np.argmax(np.max(np.abs(vel) / np.array(v), axis=1)))
+            self.assertTrue(np.all(peak <= 1.05 * np.array(v)),
+                            f"{g}: peak speeds {peak.round(3)} over {v}, at sample {k} of {len(vel)}: "
+                            f"velocities around it {vel[max(0, k - 3):k + 4].round(2).tolist()}")
             # overshoot: no excursion beyond the target in the direction of motion above 0.02 rad
             direction = np.sign(np.array(p) - start[g])
             beyond = np.max((pos - np.array(p)) * direction, axis=0)

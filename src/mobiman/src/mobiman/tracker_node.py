@@ -38,6 +38,7 @@ class Group:
     gains: MitGains
     torque_ratio: np.ndarray
     gripper_gains: tuple[float, float] | None
+    gravity_at_plan: bool = False      # the group's own joints at the planned, not measured, position
     gripper_target: float | None = None
     measured: np.ndarray | None = None
     feedback_stamp: float = -1e9
@@ -46,6 +47,7 @@ class Group:
     clock_debt: float = 0.0            # robot time not yet turned into trajectory ticks [s]
     last_target: tuple[list[float], list[float]] | None = None
     resyncs: int = 0
+    paused: int = 0                    # ticks the plan waited for the joints (following error)
     stale_count: int = 0
     ticks: int = 0
     dropped: int = 0
@@ -66,6 +68,7 @@ class JointTrackerNode:
         dt = 1.0 / float(p.get("nominal_rate_hz", 500))
         self.max_catch_up = max(1, int(p.get("max_catch_up_ticks", 25)))
         self.resync_error = float(p.get("resync_error", 0.3))
+        self.max_following_error = float(p.get("max_following_error", 0.05))
         groups_file = p.get("joint_groups_file") or str(
             Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
         joint_groups, _ = load_group_config(groups_file)
@@ -92,7 +95,8 @@ class JointTrackerNode:
                 rospy.Publisher(cfg["command_topic"], motor_control, queue_size=1, tcp_nodelay=True),
                 MitGains(np.array(cfg["kp"], float), np.array(cfg["kd"], float)),
                 np.array(cfg.get("torque_ratio", [1.0] * len(joint_groups[name])), float),
-                (float(grip["kp"]), float(grip["kd"])) if grip else None)
+                (float(grip["kp"]), float(grip["kd"])) if grip else None,
+                self._gravity_at(name, cfg))
         for name, g in self.groups.items():
             cfg = p["groups"][name]
             rospy.Subscriber(cfg["target_topic"], JointState, self._on_target, g, queue_size=10, tcp_nodelay=True)
@@ -157,12 +161,16 @@ class JointTrackerNode:
             elif np.max(np.abs(q - g.tracker.position)) > self.resync_error and self._at_rest(msg, n):
                 self._resync(g, q, here)     # far from the plan and not moving: not a lag, the motors are off
             steps = self._ticks_due(g, msg.header.stamp.to_sec() or rospy.get_time())
+            if steps and np.max(np.abs(g.tracker.position - here)) > self.max_following_error:
+                steps = 0      # the joints fell behind (stale commands, a stall, a block): let them catch up
+                g.paused += 1
             for _ in range(steps):
                 g.tracker.step()
             a = g.tracker.acceleration
             if self.mode == "mit":
+                posture = {**self.measured, g.name: g.tracker.position} if g.gravity_at_plan else self.measured
                 with self.model_lock:
-                    t_ff = gravity_feedforward(self.model, self.measured, g.name,
+                    t_ff = gravity_feedforward(self.model, posture, g.name,
                                                a if self.inertial else None, self.inertial)
                 fields = mit_command(g.tracker, g.gains, t_ff)
             else:
@@ -183,6 +191,14 @@ class JointTrackerNode:
         g.tick_times.append(time.perf_counter() - t0)
         if len(g.tick_times) > 5000:
             del g.tick_times[:2500]
+
+    @staticmethod
+    def _gravity_at(name: str, cfg: dict[str, Any]) -> bool:
+        where = str(cfg.get("gravity_at", "measured"))
+        if where not in ("measured", "planned"):
+            raise SystemExit(f"r1_jointTracker_demo_node: groups/{name}/gravity_at must be measured or planned, "
+                             f"not {where!r}")
+        return where == "planned"
 
     def _ticks_due(self, g: Group, now: float) -> int:
         """Trajectory ticks for the robot time since the last feedback (its header stamp).
@@ -247,7 +263,7 @@ class JointTrackerNode:
             level = DiagnosticStatus.WARN if g.stale or not g.tracker.started else DiagnosticStatus.OK
             values = {"ticks": g.ticks, "tick_us_median": f"{np.median(ticks):.0f}",
                       "tick_us_p99": f"{np.percentile(ticks, 99):.0f}", "targets_dropped": g.dropped,
-                      "targets_clamped": g.clamped, "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "ruckig_error": g.tracker.last_error or ""}
+                      "targets_clamped": g.clamped, "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "following_error_pauses": g.paused, "ruckig_error": g.tracker.last_error or ""}
             array.status.append(DiagnosticStatus(level=level, name=f"r1_jointTracker_demo_node: {g.name}",
                                                  message=state, values=[KeyValue(k, str(v)) for k, v in values.items()]))
         self._diagnostics.publish(array)
