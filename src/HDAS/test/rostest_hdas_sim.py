@@ -179,7 +179,10 @@ class HdasSimTest(unittest.TestCase):
             self.command_left(start, [0.0] * 6, [1.0] * 6, self.gravity_left(self.arm_left()))
             time.sleep(0.005)
         held = self.arm_left()
-        self.assertLess(np.max(np.abs(held - start)), 0.05, f"drifted {held - start}")
+        drift = np.max(np.abs(held - start))
+        # a neutral equilibrium held by a feed-forward that is up to a stall old: it creeps a
+        # little on a starved machine; unsupported it falls far more (below)
+        self.assertLess(drift, 0.1, f"drifted {held - start}")
         # kp = kd = 0, t_ff = 0: it falls (judged by how far, not how fast: the machine may be busy)
         deadline = time.monotonic() + 10.0
         fallen = self.arm_left()
@@ -188,6 +191,7 @@ class HdasSimTest(unittest.TestCase):
             time.sleep(0.01)
             fallen = self.arm_left()
         self.assertGreater(np.max(np.abs(fallen - start)), 0.3, f"moved only {fallen - start}")
+        self.assertGreater(np.max(np.abs(fallen - start)), 3 * drift, "fell no further than it drifted when held")
         # back home for the other tests
         self.move_left_arm([-1.5708, 0.0, -2.8919, 0.0, 0.0657, 0.0])
 

@@ -161,9 +161,14 @@ class JointTrackerNode:
             elif np.max(np.abs(q - g.tracker.position)) > self.resync_error and self._at_rest(msg, n):
                 self._resync(g, q, here)     # far from the plan and not moving: not a lag, the motors are off
             steps = self._ticks_due(g, msg.header.stamp.to_sec() or rospy.get_time())
-            if steps and np.max(np.abs(g.tracker.position - here)) > self.max_following_error:
-                steps = 0      # the joints fell behind (stale commands, a stall, a block): let them catch up
-                g.paused += 1
+            if steps and self.max_following_error > 0.0:
+                # the joints fell behind the moving plan (stale commands, a stall, a block): its
+                # clock waits for them. Only a lag in the direction of motion counts: a joint ahead
+                # of the plan is pulled back by the plan moving on, not by it waiting.
+                behind = (g.tracker.position - here) * np.sign(g.tracker.velocity)
+                if np.max(behind) > self.max_following_error:
+                    steps = 0
+                    g.paused += 1
             for _ in range(steps):
                 g.tracker.step()
             a = g.tracker.acceleration
