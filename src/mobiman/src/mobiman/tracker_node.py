@@ -2,8 +2,9 @@
 
 A thin ROS wrapper around `mobiman.joint_tracker`: each feedback message of a group is
 one tick of that group (so the output runs at the feedback rate, 500 Hz on the R1):
-step its trajectory, add gravity feed-forward at the measured configuration of the
-whole upper body, publish one hdas_msg/motor_control. No feedback, no output.
+step its trajectory on the feedback's stamps, add gravity feed-forward at the measured
+configuration of the whole upper body (a group's own joints at the plan with
+`gravity_at: planned`), publish one hdas_msg/motor_control. No feedback, no output.
 """
 from __future__ import annotations
 
@@ -64,9 +65,9 @@ class JointTrackerNode:
         if self.mode not in ("mit", "pid"):
             raise SystemExit(f"r1_jointTracker_demo_node: output_mode must be mit or pid, not {self.mode!r}")
         self.feedback_timeout = float(p.get("feedback_timeout", 0.05))
-        self.inertial = float(p.get("inertial_feedforward", 0.0))
+        self.inertial = float(p.get("inertial_feedforward", 1.0))
         dt = 1.0 / float(p.get("nominal_rate_hz", 500))
-        self.max_catch_up = max(1, int(p.get("max_catch_up_ticks", 25)))
+        self.max_catch_up = max(1, int(p.get("max_catch_up_ticks", 6)))
         self.resync_error = float(p.get("resync_error", 0.3))
         self.max_following_error = float(p.get("max_following_error", 0.05))
         groups_file = p.get("joint_groups_file") or str(
