@@ -274,7 +274,7 @@ class HdasSimTest(unittest.TestCase):
     # machine. The benchmark (scripts/benchmark_hdas) runs the full stock judgement and records it.
     def test_zz_check_node_mode_1(self):
         out = subprocess.run(["rosrun", "HDAS", "check_node", "--mode", "1", "--duration", "4", "--rates", "report"],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=240)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
 
 

@@ -42,7 +42,8 @@ class Group:
     gravity_at_plan: bool = False      # the group's own joints at the planned, not measured, position
     gripper_target: float | None = None
     measured: np.ndarray | None = None
-    feedback_stamp: float = -1e9
+    feedback_stamp: float = -1e9       # ROS time of the last feedback
+    feedback_wall: float = -1e9        # and wall time (monotonic)
     stale: bool = False
     last_tick: float | None = None
     clock_debt: float = 0.0            # robot time not yet turned into trajectory ticks [s]
@@ -67,7 +68,9 @@ class JointTrackerNode:
         self.feedback_timeout = float(p.get("feedback_timeout", 0.05))
         self.inertial = float(p.get("inertial_feedforward", 1.0))
         dt = 1.0 / float(p.get("nominal_rate_hz", 500))
-        self.max_catch_up = max(1, int(p.get("max_catch_up_ticks", 6)))
+        # A gap between feedback messages up to feedback_timeout is normal operation and advances
+        # the plan in full; a longer one is a stall, and the plan then advances only this much.
+        self.max_catch_up = max(1, int(round(self.feedback_timeout / dt)))
         self.resync_error = float(p.get("resync_error", 0.3))
         self.max_following_error = float(p.get("max_following_error", 0.05))
         groups_file = p.get("joint_groups_file") or str(
@@ -149,7 +152,7 @@ class JointTrackerNode:
             return
         self.measured[g.name] = q
         with g.lock:
-            g.measured, g.feedback_stamp = q, rospy.get_time()
+            g.measured, g.feedback_stamp, g.feedback_wall = q, rospy.get_time(), time.monotonic()
             if g.stale:
                 g.stale = False
                 self.throttle(rospy.loginfo, f"{g.name}/back",
@@ -211,8 +214,8 @@ class JointTrackerNode:
 
         The trajectory keeps the robot's clock: HDAS stamps each feedback message, and on the
         simulated robot that stamp is simulated time (/clock), so a busy machine slows the
-        plan together with the physics. A gap longer than max_catch_up ticks (lost feedback,
-        a stalled driver) pauses the plan instead of jumping it ahead.
+        plan together with the physics. A gap longer than feedback_timeout (lost feedback,
+        a stalled driver) advances the plan only by feedback_timeout instead of jumping it ahead.
         """
         if g.last_tick is None or now < g.last_tick:     # first tick, or the clock went back
             g.last_tick, g.clock_debt = now, 0.0
@@ -249,9 +252,13 @@ class JointTrackerNode:
 
     # -- supervision -----------------------------------------------------------------------
     def _watch(self, _event: Any) -> None:
-        now = rospy.get_time()
+        """Feedback is stale when it is old in ROS time *and* in wall time: on simulated time a
+        clock that jumps ahead (a simulator catching up after the machine stalled) is not a
+        silent driver, and on the robot the two clocks are the same."""
+        now, wall = rospy.get_time(), time.monotonic()
         for g in self.groups.values():
-            if g.tracker.started and not g.stale and now - g.feedback_stamp > self.feedback_timeout:
+            if (g.tracker.started and not g.stale and now - g.feedback_stamp > self.feedback_timeout
+                    and wall - g.feedback_wall > self.feedback_timeout):
                 g.stale = True
                 g.stale_count += 1
                 self.throttle(rospy.logwarn, f"{g.name}/stale",
