@@ -50,8 +50,8 @@ class JointTrackerSimTest(unittest.TestCase):
         cls.fb_rec = {g: Recorder(t[1], JointState) for g, t in TOPICS.items()}
         cls.cmd_rec = {g: Recorder(t[2], motor_control) for g, t in TOPICS.items()}
         for g, t in TOPICS.items():
-            cls.fb[g].wait(60)
-            cls.cmd[g].wait(60)
+            cls.fb[g].wait(180)
+            cls.cmd[g].wait(180)
         time.sleep(1.0)     # publishers connected
 
     def q(self, group):
@@ -136,7 +136,7 @@ class JointTrackerSimTest(unittest.TestCase):
         time.sleep(1.0)
         np.testing.assert_allclose(self.cmd["left_arm"].wait().p_des[:6], hold, atol=1e-6)
         count = self.cmd["left_arm"].count
-        self.cmd["left_arm"].wait(60, lambda m: self.cmd["left_arm"].count > count + 20)
+        self.cmd["left_arm"].wait(180, lambda m: self.cmd["left_arm"].count > count + 20)
 
     # -- a target beyond the joint limits is clamped to them ------------------------------------
     def test_d_out_of_limit_target_clamped(self):
@@ -157,7 +157,7 @@ class JointTrackerSimTest(unittest.TestCase):
         pub = subprocess.Popen(["rostopic", "pub", "-r", "20", TOPICS["left_arm"][0], "sensor_msgs/JointState", body],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            self.fb["left_arm"].wait(60, lambda m: abs(m.velocity[2]) > 0.1)     # moving
+            self.fb["left_arm"].wait(180, lambda m: abs(m.velocity[2]) > 0.1)     # moving
         finally:
             pub.kill()
             pub.wait()
