@@ -1,0 +1,455 @@
+"""Arm pose IK in the RelaxedIK family, on pinocchio: a pose stream in, smooth joint targets out.
+
+One `ArmIK` per arm solves for the 6 arm joints that put `{left,right}_gripper_link` at a
+pose given relative to `torso_link4` (the guide's convention; the torso's own joints do not
+matter for a pose in that frame).
+
+The objective is RelaxedIK's, written as weighted least squares so that a damped
+Gauss-Newton (Levenberg-Marquardt) solver with analytic Jacobians from pinocchio solves it
+in a few iterations:
+
+    position error (w_pos), orientation error (w_rot)            the task
+    q - q[-1], q - 2q[-1] + q[-2], jerk against the history       smoothness (velocity, acceleration, jerk)
+    joint-limit barrier                                           active within a margin of a limit
+    self-collision barrier                                        capsule pairs closer than a margin
+    singularity barrier                                           manipulability below a threshold
+
+The smoothness terms are small: they break ties and shape the approach to unreachable
+targets, but a reachable target is still met (they are weighted against a history that the
+solver refreshes each solve). Box bounds are the joint limits (projected steps). Each
+streamed solve starts from the last solution and no joint moves more than `max_step` per
+solve; a cold solve (no history) starts from the closed-form spherical-wrist seeds and the
+mid-range posture. A non-finite result never leaves: the previous solution is kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+import numpy as np
+import pinocchio as pin
+from scipy.spatial import cKDTree
+
+from mobiman.capsules import Capsule, capsules_from_urdf, segment_closest_points
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+REACHED_POSITION = 1e-3       # [m]   the issue's bar for "reached"
+REACHED_ORIENTATION = 1e-2    # [rad]
+CONTACT_MARGIN = 0.002        # [m] clearance kept by task-only passes
+REPORT_HORIZON = 0.1          # [m] capsule pairs further apart are reported as clear
+RECOVERY_COOLDOWN = 10          # streamed solves between two searches for another posture
+SR_SIGMA, SR_DAMPING = 0.5, 0.05   # singularity-robust damping below this singular value of the weighted task Jacobian
+
+
+@dataclass
+class IkWeights:
+    position: float = 50.0
+    orientation: float = 10.0
+    velocity: float = 0.02
+    acceleration: float = 0.01
+    jerk: float = 0.005
+    joint_limit: float = 1.0
+    collision: float = 5.0
+    singularity: float = 0.5
+
+
+@dataclass
+class IkConfig:
+    weights: IkWeights = field(default_factory=IkWeights)
+    joint_limit_margin: float = 0.1
+    collision_margin: float = 0.03
+    singularity_threshold: float = 5e-4
+    max_step: float = 0.2
+    max_iterations: int = 30
+    max_iterations_cold: int = 60
+    position_tolerance: float = 2e-4
+    orientation_tolerance: float = 2e-3
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "IkConfig":
+        """From the `solver` section of config/relaxed_ik.yaml; unknown keys and bad values raise ValueError."""
+        d = dict(d or {})
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown IK solver parameters {sorted(unknown)}; known: {sorted(known)}")
+        w = dict(d.pop("weights", {}) or {})
+        wknown = {f.name for f in fields(IkWeights)}
+        if set(w) - wknown:
+            raise ValueError(f"unknown IK weights {sorted(set(w) - wknown)}; known: {sorted(wknown)}")
+        weights = IkWeights(**{k: float(v) for k, v in w.items()})
+        if any(not np.isfinite(v) or v < 0 for v in vars(weights).values()):
+            raise ValueError("IK weights must be finite and >= 0")
+        cfg = cls(weights=weights, **{k: (int(v) if k.startswith("max_iter") else float(v)) for k, v in d.items()})
+        if weights.position <= 0 or weights.orientation <= 0:
+            raise ValueError("the position and orientation weights must be > 0")
+        for k in ("joint_limit_margin", "collision_margin", "singularity_threshold", "max_step",
+                  "position_tolerance", "orientation_tolerance"):
+            if not getattr(cfg, k) > 0:
+                raise ValueError(f"IK parameter {k} must be > 0")
+        if cfg.max_iterations < 1 or cfg.max_iterations_cold < 1:
+            raise ValueError("IK iteration limits must be >= 1")
+        return cfg
+
+
+@dataclass
+class IkResult:
+    q: np.ndarray
+    position_error: float        # [m]
+    orientation_error: float     # [rad]
+    reached: bool                # within 1 mm and 0.01 rad
+    iterations: int
+    step_limited: bool = False   # the solution moved further than max_step: this is a step toward it
+    min_distance: float = np.inf  # [m] smallest capsule distance (self-collision); inf: none within 0.1 m
+
+
+class ArmIK:
+    """RelaxedIK-style IK of one R1 arm (see the module docstring)."""
+
+    MOVING_LINKS = ("arm_link2", "arm_link3", "arm_link4", "arm_link5", "arm_link6", "realsense_link",
+                    "gripper_finger_link1", "gripper_finger_link2")
+    # pairs inside one arm that can meet: the wrist and hand against the shoulder and upper arm
+    SELF_PAIRS = (("arm_link5", "arm_link2"), ("arm_link6", "arm_link2"), ("realsense_link", "arm_link2"),
+                  ("gripper_finger_link1", "arm_link2"), ("gripper_finger_link2", "arm_link2"),
+                  ("arm_link6", "arm_link3"), ("realsense_link", "arm_link3"),
+                  ("gripper_finger_link1", "arm_link3"), ("gripper_finger_link2", "arm_link3"))
+    BODY_LINKS = ("torso_link4", "zed_link")
+    TABLE_SIZE = 4000
+    COLD_SEEDS = 8
+
+    def __init__(self, urdf_xml: str, side: str, config: IkConfig | None = None, seed: int = 0):
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be left or right, not {side!r}")
+        self.side, self.config = side, config or IkConfig()
+        other = "right" if side == "left" else "left"
+        self.full = pin.buildModelFromXML(urdf_xml)
+        self.full_data = self.full.createData()
+        self.joint_names = tuple(f"{side}_arm_joint{i}" for i in range(1, 7))
+        self._other_names = tuple(f"{other}_arm_joint{i}" for i in range(1, 7))
+        keep = set(self.joint_names)
+        lock = [j for j in range(1, self.full.njoints) if self.full.names[j] not in keep]
+        self.model = pin.buildReducedModel(self.full, lock, pin.neutral(self.full))
+        self.data = self.model.createData()
+        if tuple(self.model.names[1:]) != self.joint_names:
+            raise ValueError(f"unexpected arm joints in the URDF: {list(self.model.names[1:])}")
+        self.lower = self.model.lowerPositionLimit.copy()
+        self.upper = self.model.upperPositionLimit.copy()
+        self._ee = self.model.getFrameId(f"{side}_gripper_link")
+        self._wrist_joint = self.model.getJointId(f"{side}_arm_joint6")
+        pin.framesForwardKinematics(self.model, self.data, pin.neutral(self.model))
+        self._oMt = self.data.oMf[self.model.getFrameId("torso_link4")].copy()   # torso fixed in this model
+        self._Rt = self._oMt.rotation.copy()
+        # collision model: own links move; torso, head and the other arm are static here
+        names = {f"{side}_{n}" for n in self.MOVING_LINKS}
+        self._moving = [(c, self.model.getFrameId(c.link)) for c in capsules_from_urdf(urdf_xml, names)]
+        self._static_capsules = capsules_from_urdf(urdf_xml, set(self.BODY_LINKS))
+        self._other_capsules = capsules_from_urdf(urdf_xml, {f"{other}_{n}" for n in self.MOVING_LINKS})
+        self._self_pairs = [(i, k) for i, (ci, _) in enumerate(self._moving) for k, (ck, _) in enumerate(self._moving)
+                            if (ci.link.removeprefix(f"{side}_"), ck.link.removeprefix(f"{side}_")) in self.SELF_PAIRS]
+        self._self_i = np.array([i for i, _ in self._self_pairs], dtype=int)
+        self._self_k = np.array([k for _, k in self._self_pairs], dtype=int)
+        self.set_other_arm(np.zeros(6))
+        self._history: list[np.ndarray] = []
+        self._damping, self._lambda0 = np.eye(6), 1e-3
+        self._goal: np.ndarray | None = None     # a posture the stream travels to (recovery)
+        self._cooldown = 0
+        self._build_seed_table(np.random.default_rng(seed))
+
+    # -- kinematics ------------------------------------------------------------------------
+    def fk(self, q: np.ndarray) -> pin.SE3:
+        """{side}_gripper_link relative to torso_link4."""
+        pin.framesForwardKinematics(self.model, self.data, np.asarray(q, float))
+        return self._oMt.actInv(self.data.oMf[self._ee])
+
+    def set_other_arm(self, q_other: np.ndarray) -> None:
+        """The other arm's joints, for its capsules in the self-collision model."""
+        q_full = pin.neutral(self.full)
+        for name, value in zip(self._other_names, np.asarray(q_other, float)):
+            q_full[self.full.joints[self.full.getJointId(name)].idx_q] = value
+        pin.framesForwardKinematics(self.full, self.full_data, q_full)
+        segs = []
+        for c in self._static_capsules + self._other_capsules:
+            m = self.full_data.oMf[self.full.getFrameId(c.link)]
+            segs.append((m.act(c.a), m.act(c.b), c.radius))
+        self._static = segs
+        self._static_a = np.array([s[0] for s in segs])
+        self._static_b = np.array([s[1] for s in segs])
+        self._static_r = np.array([s[2] for s in segs])
+        self._static_mid = (self._static_a + self._static_b) / 2
+        self._static_reach = np.linalg.norm(self._static_b - self._static_a, axis=1) / 2 + self._static_r
+
+    def _capsules_now(self) -> list[tuple[np.ndarray, np.ndarray, float, int, np.ndarray]]:
+        """Moving capsules in world axes after FK: (a, b, radius, frame id, frame origin)."""
+        out = []
+        for c, fid in self._moving:
+            m = self.data.oMf[fid]
+            out.append((m.act(c.a), m.act(c.b), c.radius, fid, m.translation))
+        return out
+
+    def min_distance(self, q: np.ndarray, horizon: float = np.inf) -> float:
+        """Smallest capsule distance (negative: penetration) of the arm at q; pairs further apart
+        than `horizon` are not measured (inf when none is closer)."""
+        pin.framesForwardKinematics(self.model, self.data, np.asarray(q, float))
+        return min((d for d, *_ in self._collisions(self._capsules_now(), horizon)), default=np.inf)
+
+    def _collisions(self, caps, margin: float):
+        """(distance, point on i, point on j or None, i, j or None) for pairs closer than margin.
+
+        Broad phase: bounding spheres of all pairs at once; narrow phase: segment distances
+        of the few pairs whose spheres come within the margin."""
+        a = np.array([c[0] for c in caps])
+        b = np.array([c[1] for c in caps])
+        r = np.array([c[2] for c in caps])
+        mid = (a + b) / 2
+        reach = np.linalg.norm(b - a, axis=1) / 2 + r
+        gap = (np.linalg.norm(mid[:, None, :] - self._static_mid[None, :, :], axis=2)
+               - reach[:, None] - self._static_reach[None, :])
+        out = []
+        for i, k in zip(*np.nonzero(gap < margin)):
+            pa, pb = segment_closest_points(a[i], b[i], self._static_a[k], self._static_b[k])
+            d = float(np.linalg.norm(pa - pb)) - r[i] - self._static_r[k]
+            if d < margin:
+                out.append((d, pa, pb, int(i), None))
+        if self._self_pairs:
+            si, sk = self._self_i, self._self_k
+            sgap = np.linalg.norm(mid[si] - mid[sk], axis=1) - reach[si] - reach[sk]
+            for n in np.nonzero(sgap < margin)[0]:
+                i, k = int(si[n]), int(sk[n])
+                pa, pb = segment_closest_points(a[i], b[i], a[k], b[k])
+                d = float(np.linalg.norm(pa - pb)) - r[i] - r[k]
+                if d < margin:
+                    out.append((d, pa, pb, i, k))
+        return out
+
+    # -- the objective -----------------------------------------------------------------------
+    def _residuals(self, q: np.ndarray, target: pin.SE3, weights: IkWeights, history: list[np.ndarray],
+                   soft: bool) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+        """Weighted residuals r(q), their Jacobian, the task's position/orientation errors and the min distance."""
+        m, d, cfg = self.model, self.data, self.config
+        pin.computeJointJacobians(m, d, q)
+        pin.updateFramePlacements(m, d)
+        oMe = d.oMf[self._ee]
+        J = pin.getFrameJacobian(m, d, self._ee, LWA)
+        Rt = self._Rt
+        p = Rt.T @ (oMe.translation - self._oMt.translation)
+        R = Rt.T @ oMe.rotation
+        e_rot = pin.log3(target.rotation.T @ R)
+        rows = [weights.position * (p - target.translation), weights.orientation * e_rot]
+        jac = [weights.position * (Rt.T @ J[:3]),
+               weights.orientation * (pin.Jlog3(target.rotation.T @ R) @ R.T @ Rt.T @ J[3:])]
+        pos_err, rot_err = float(np.linalg.norm(p - target.translation)), float(np.linalg.norm(e_rot))
+        eye = np.eye(6)
+        if soft and history:
+            h = history
+            for w, coeffs in ((weights.velocity, (1, -1)), (weights.acceleration, (1, -2, 1)),
+                              (weights.jerk, (1, -3, 3, -1))):
+                if w > 0 and len(h) >= len(coeffs) - 1:
+                    rows.append(w * (q * coeffs[0] + sum(c * h[-1 - i] for i, c in enumerate(coeffs[1:]))))
+                    jac.append(w * eye)
+        if soft and weights.joint_limit > 0:
+            mg = cfg.joint_limit_margin
+            low, high = q - self.lower, self.upper - q
+            near = (low < mg) | (high < mg)
+            if near.any():
+                r = np.where(low < mg, (mg - low) / mg, 0.0) - np.where(high < mg, (mg - high) / mg, 0.0)
+                jl = np.diag(np.where(low < mg, -1.0 / mg, 0.0) + np.where(high < mg, -1.0 / mg, 0.0))
+                rows.append(weights.joint_limit * r[near])
+                jac.append(weights.joint_limit * jl[near])
+        min_d = np.inf
+        if weights.collision > 0:
+            caps = self._capsules_now()
+            # the configured clearance shapes streamed motion; a task-only pass (reaching a
+            # target the soft terms held off) only keeps the capsules from touching
+            mg = cfg.collision_margin if soft else CONTACT_MARGIN
+            for dist, pa, pb, i, k in self._collisions(caps, mg):
+                min_d = min(min_d, dist)
+                n = (pa - pb) / max(np.linalg.norm(pa - pb), 1e-9)
+                grad = n @ self._point_jacobian(caps[i][3], caps[i][4], pa)
+                if k is not None:
+                    grad = grad - n @ self._point_jacobian(caps[k][3], caps[k][4], pb)
+                rows.append(np.array([weights.collision * (mg - dist) / mg]))
+                jac.append((-weights.collision / mg * grad)[None, :])
+        if soft and weights.singularity > 0:
+            self._singularity_rows(q, weights.singularity, rows, jac)
+        return np.concatenate(rows), np.vstack(jac), pos_err, rot_err, min_d
+
+    def _point_jacobian(self, fid: int, origin: np.ndarray, point: np.ndarray) -> np.ndarray:
+        """3×6 linear Jacobian (world axes) of a point fixed to frame fid."""
+        Jf = pin.getFrameJacobian(self.model, self.data, fid, LWA)
+        return Jf[:3] - pin.skew(point - origin) @ Jf[3:]
+
+    def _singularity_rows(self, q: np.ndarray, weight: float, rows: list, jac: list) -> None:
+        """Barrier on |det J| of the wrist-centre Jacobian (the arm's manipulability: the 6×6
+        determinant does not depend on the point of the hand it is taken at). The gradient is
+        analytic: Jacobi's formula with ∂J/∂q in closed form for revolute joints."""
+        m, d = self.model, self.data
+        J = pin.getJointJacobian(m, d, self._wrist_joint, LWA)
+        det = float(np.linalg.det(J))
+        thr = self.config.singularity_threshold
+        if abs(det) >= thr:
+            return
+        z = J[3:].T                                        # joint axes (world), 6×3
+        po = d.oMi[self._wrist_joint].translation - np.array([d.oMi[j].translation for j in range(1, 7)])
+        zj, zk = z[:, None, :], z[None, :, :]              # [j, k] grids
+        zkzj = np.cross(zk, zj)
+        before = np.tril(np.ones((6, 6), dtype=bool))[:, :, None]       # joint k at or before joint j
+        lin = np.where(before, np.cross(zkzj, po[:, None, :]) + np.cross(zj, np.cross(zk, po[:, None, :])),
+                       np.cross(zj, np.cross(zk, po[None, :, :])))
+        dJ = np.concatenate([lin, np.where(before, zkzj, 0.0)], axis=2).transpose(2, 0, 1)   # dJ[:, j, k] = ∂J_j/∂q_k
+        adj = _adjugate(J)
+        grad = np.einsum("ji,ijk->k", adj, dJ)             # ∂det/∂q_k = tr(adj(J) ∂J/∂q_k)
+        sign = 1.0 if det >= 0 else -1.0
+        rows.append(np.array([weight * (thr - abs(det)) / thr]))
+        jac.append((-weight / thr * sign * grad)[None, :])
+
+    # -- solvers ---------------------------------------------------------------------------------
+    def _lm(self, q: np.ndarray, target: pin.SE3, history: list[np.ndarray], iterations: int,
+            soft: bool = True, weights: IkWeights | None = None) -> tuple[np.ndarray, float, float, int, float]:
+        """Box-constrained Levenberg-Marquardt on the objective; stops once the task is met."""
+        cfg, w = self.config, weights or self.config.weights
+        r, A, pe, re, md = self._residuals(q, target, w, history, soft)
+        cost, lam, it = r @ r, self._lambda0, 0
+        while it < iterations:
+            if pe < cfg.position_tolerance and re < cfg.orientation_tolerance:
+                break
+            it += 1
+            H = A.T @ A
+            g = A.T @ r
+            # singularity-robust floor on the damping (Nakamura & Hanafusa): near a singular
+            # posture the task's weakest direction is damped instead of spinning the wrist
+            sigma = np.linalg.svd(A[:6], compute_uv=False)[-1]
+            floor = SR_DAMPING * (1.0 - (sigma / SR_SIGMA) ** 2) if sigma < SR_SIGMA else 0.0
+            dq = np.linalg.solve(H + max(lam, floor) * self._damping, -g)
+            # joints on a bound that the step pushes outward are held there (active set),
+            # and the step is solved again for the others: clipping alone stalls the solver
+            held = ((q <= self.lower + 1e-12) & (dq < 0)) | ((q >= self.upper - 1e-12) & (dq > 0))
+            if held.any() and not held.all():
+                free = ~held
+                dq = np.zeros(6)
+                dq[free] = np.linalg.solve((H + lam * self._damping)[np.ix_(free, free)], -g[free])
+            q_new = np.clip(q + dq, self.lower, self.upper)
+            r2, A2, pe2, re2, md2 = self._residuals(q_new, target, w, history, soft)
+            c2 = r2 @ r2
+            if c2 < cost:
+                small = cost - c2 < 1e-12 * max(cost, 1e-12)
+                q, r, A, pe, re, md, cost = q_new, r2, A2, pe2, re2, md2, c2
+                lam = max(lam / 5, 1e-9)
+                if small:
+                    break
+            else:
+                lam *= 8
+                if lam > 1e6:
+                    break
+        return q, pe, re, it, md
+
+    def reset(self, q: np.ndarray) -> None:
+        """Start the stream's history at q (the measured joints)."""
+        q = np.clip(np.asarray(q, float), self.lower, self.upper)
+        self._history = [q.copy(), q.copy(), q.copy()]
+        self._goal, self._cooldown = None, 0
+
+    def solve(self, target: pin.SE3) -> IkResult:
+        """Streamed solve: from the last solution, no joint moves more than max_step."""
+        if not self._history:
+            raise RuntimeError("ArmIK.solve: call reset(q) with the measured joints first")
+        prev = self._history[-1]
+        if not _finite_pose(target):
+            return self._result(prev, target, 0)
+        # the task first (warm start: the nearest solution); the RelaxedIK objective decides
+        # only where the task cannot be met: how to approach an unreachable target
+        start = prev if self._goal is None else self._goal
+        q, pe, re, it, md = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
+        if not (pe < REACHED_POSITION and re < REACHED_ORIENTATION):
+            q, pe, re, it2, md = self._lm(prev.copy(), target, self._history, self.config.max_iterations)
+            it += it2
+            self._goal = None
+            if self._cooldown <= 0:
+                # stuck on a branch that cannot reach (e.g. past a wrist singularity, at a joint
+                # limit): if another posture meets the target, travel there at max_step per solve
+                cold = self.solve_cold(target, seed=prev)
+                it += cold.iterations
+                if cold.reached:
+                    self._goal, q = cold.q.copy(), cold.q.copy()
+                else:
+                    self._cooldown = RECOVERY_COOLDOWN
+            self._cooldown -= 1
+        elif self._goal is not None:
+            self._goal = q.copy()
+        if self._goal is not None and np.max(np.abs(self._goal - prev)) <= self.config.max_step:
+            self._goal = None
+        limited = False
+        step = q - prev
+        if not np.all(np.isfinite(q)):
+            q, step = prev.copy(), np.zeros(6)
+        big = float(np.max(np.abs(step)))
+        if big > self.config.max_step:
+            q, limited = prev + step * (self.config.max_step / big), True
+        self._history = (self._history + [q.copy()])[-3:]
+        return self._result(q, target, it, limited)
+
+    def solve_cold(self, target: pin.SE3, seed: np.ndarray | None = None) -> IkResult:
+        """One-shot solve without history: seeds from a table of collision-free postures near the
+        target (and `seed`, tried first); the first that meets the target wins, else the best."""
+        if not _finite_pose(target):
+            q0 = np.clip(seed, self.lower, self.upper) if seed is not None else (self.lower + self.upper) / 2
+            return self._result(q0, target, 0)
+        seeds = [] if seed is None else [np.clip(np.asarray(seed, float), self.lower, self.upper)]
+        seeds += list(self._table_seeds(target, self.COLD_SEEDS))
+        best, total, n = None, 0, 0
+        while n < len(seeds) and n < 2 * self.COLD_SEEDS:
+            s = seeds[n]
+            n += 1
+            q, pe, re, it, md = self._lm(s.copy(), target, [], self.config.max_iterations_cold, soft=False)
+            total += it
+            score = pe + 0.1 * re
+            if best is None or score < best[0]:
+                best = (score, q)
+                # the spherical wrist's other solution, (q4 ± π, -q5, q6 ± π), if within the limits
+                flip = q.copy()
+                flip[3] -= np.pi * np.sign(flip[3] or 1.0)
+                flip[4] = -flip[4]
+                flip[5] -= np.pi * np.sign(flip[5] or 1.0)
+                if np.all(flip >= self.lower) and np.all(flip <= self.upper):
+                    seeds.insert(n, flip)
+            if pe < REACHED_POSITION and re < REACHED_ORIENTATION:
+                q2, pe2, re2, it2, _ = self._lm(q.copy(), target, [], 20, soft=False)   # tighten
+                total += it2
+                return self._result(q2 if pe2 <= pe else q, target, total)
+        return self._result(best[1], target, total)
+
+    def _result(self, q: np.ndarray, target: pin.SE3, iterations: int, limited: bool = False) -> IkResult:
+        pose = self.fk(q)
+        if _finite_pose(target):
+            pe = float(np.linalg.norm(pose.translation - target.translation))
+            re = float(np.linalg.norm(pin.log3(target.rotation.T @ pose.rotation)))
+        else:
+            pe = re = float("inf")
+        return IkResult(q.copy(), pe, re, pe < REACHED_POSITION and re < REACHED_ORIENTATION, iterations,
+                        limited, self.min_distance(q, REPORT_HORIZON))
+
+    # -- seeds -----------------------------------------------------------------------------------
+    def _features(self, pose: pin.SE3) -> np.ndarray:
+        return np.concatenate([pose.translation, 0.15 * pose.rotation[:, :2].ravel()])
+
+    def _build_seed_table(self, rng: np.random.Generator) -> None:
+        """Random postures and their poses, for cold seeds (a KD-tree on pose). A seed in
+        collision is pushed out by the collision barrier."""
+        qs = rng.uniform(self.lower, self.upper, size=(self.TABLE_SIZE, 6))
+        feats = [self._features(self.fk(q)) for q in qs]
+        self._table_q = np.array(qs)
+        self._table = cKDTree(np.array(feats))
+
+    def _table_seeds(self, target: pin.SE3, k: int) -> np.ndarray:
+        _, idx = self._table.query(self._features(target), k=k)
+        return self._table_q[np.atleast_1d(idx)]
+
+
+def _adjugate(a: np.ndarray) -> np.ndarray:
+    """adj(A) (A·adj(A) = det(A)·I), defined also for a singular A: from the SVD."""
+    u, s, vt = np.linalg.svd(a)
+    prod = np.array([np.prod(np.delete(s, i)) for i in range(len(s))])
+    return np.linalg.det(u) * np.linalg.det(vt) * (vt.T * prod) @ u.T
+
+
+def _finite_pose(pose: pin.SE3) -> bool:
+    return bool(np.all(np.isfinite(pose.translation)) and np.all(np.isfinite(pose.rotation)))

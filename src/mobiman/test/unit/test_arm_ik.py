@@ -1,0 +1,206 @@
+"""ArmIK (RelaxedIK-style arm IK): accuracy, streaming, limits, collisions, gradients, config."""
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from mobiman.arm_ik import LWA, ArmIK, IkConfig, IkWeights
+from mobiman.capsules import segment_closest_points
+
+PKG = Path(__file__).resolve().parents[2]
+URDF = (PKG.parent / "r1_description" / "urdf" / "r1_v2_1_0.urdf").read_text()
+START = np.array([0.0, 1.2, -1.6, 0.0, 0.3, 0.0])       # left arm raised in front
+
+
+@pytest.fixture(scope="module")
+def left() -> ArmIK:
+    cfg = IkConfig.from_dict(yaml.safe_load((PKG / "config" / "relaxed_ik.yaml").read_text())["solver"])
+    return ArmIK(URDF, "left", cfg)
+
+
+@pytest.fixture(scope="module")
+def right() -> ArmIK:
+    return ArmIK(URDF, "right")
+
+
+def collision_free_configs(ik: ArmIK, n: int, seed: int) -> list[np.ndarray]:
+    rng, out = np.random.default_rng(seed), []
+    while len(out) < n:
+        q = rng.uniform(ik.lower, ik.upper)
+        if ik.min_distance(q) > 0.0:
+            out.append(q)
+    return out
+
+
+def test_fk_matches_the_reference_table(left, right):
+    # ../shared/reference/r1_kinematics.md §5 (a)
+    np.testing.assert_allclose(left.fk(np.zeros(6)).translation, [0.086181, 0.337700, 0.302850], atol=2e-6)
+    np.testing.assert_allclose(right.fk(np.zeros(6)).translation, [0.086182, -0.337703, 0.302850], atol=2e-6)
+    q = np.array([0.5, 1.0, -1.5, 0.3, -0.4, 0.8])
+    np.testing.assert_allclose(left.fk(q).translation, [0.182006, 0.800296, 0.271974], atol=2e-6)
+    np.testing.assert_allclose(right.fk(q).translation, [0.182011, -0.800297, 0.333729], atol=2e-6)
+
+
+def test_cold_solves_meet_2000_reachable_targets(left):
+    configs = collision_free_configs(left, 2000, seed=7)
+    results = [left.solve_cold(left.fk(q)) for q in configs]
+    reached = sum(r.reached for r in results)
+    assert reached / len(results) >= 0.995, f"{reached} of {len(results)} reached"
+    for r, q in zip(results, configs):
+        assert np.all(np.isfinite(r.q))
+        assert np.all(r.q >= left.lower) and np.all(r.q <= left.upper)
+        if r.reached:   # the reported errors are the true ones
+            pose, goal = left.fk(r.q), left.fk(q)
+            assert np.linalg.norm(pose.translation - goal.translation) < 1e-3
+            assert np.linalg.norm(pin.log3(goal.rotation.T @ pose.rotation)) < 1e-2
+
+
+def test_right_arm_cold_solves(right):
+    configs = collision_free_configs(right, 100, seed=3)
+    reached = sum(right.solve_cold(right.fk(q)).reached for q in configs)
+    assert reached >= 99
+
+
+def stream(ik: ArmIK, targets: list[pin.SE3], start: np.ndarray = START):
+    ik.reset(start)
+    prev, out = start.copy(), []
+    for t in targets:
+        r = ik.solve(t)
+        assert np.all(np.isfinite(r.q)), "NaN left the solver"
+        assert np.all(r.q >= ik.lower) and np.all(r.q <= ik.upper), "joint limit"
+        assert np.max(np.abs(r.q - prev)) <= ik.config.max_step + 1e-9, "jump above max_step"
+        prev = r.q
+        out.append(r)
+    return out
+
+
+def test_streamed_circle_and_line_are_followed_without_jumps(left):
+    t0 = left.fk(START)
+    rot = t0.rotation
+    circle = [pin.SE3(rot, t0.translation + 0.1 * np.array([0.0, np.cos(a) - 1, np.sin(a)]))
+              for a in np.linspace(0, 2 * np.pi, 629)]
+    line = [pin.SE3(rot, t0.translation + np.array([0.0, 0.0, -0.2 * s])) for s in np.linspace(0, 1, 300)]
+    for name, path in (("circle", circle), ("line", line)):
+        res = stream(left, path)
+        reached = sum(r.reached for r in res)
+        # ticks not met are the few of a reconfiguration past a wrist singularity (step-limited)
+        assert reached >= 0.9 * len(res), f"{name}: {reached} of {len(res)} reached"
+        assert res[-1].reached, f"{name}: end not reached"
+
+
+def test_target_out_of_reach_and_back(left):
+    t0 = left.fk(START)
+    s = np.concatenate([np.linspace(0, 1, 150), np.linspace(1, 0, 150)])
+    path = [pin.SE3(t0.rotation, t0.translation + np.array([0.6 * x, 0.0, 0.0])) for x in s]
+    res = stream(left, path)
+    far = res[149]
+    assert not far.reached and far.position_error > 0.05       # 0.6 m further out is beyond the reach
+    best = left.solve_cold(path[149])
+    assert far.position_error < best.position_error + 0.02, "not approached as closely as possible"
+    assert res[-1].reached, "back in reach, not reached again"
+
+
+def test_non_finite_target_keeps_the_previous_solution(left):
+    left.reset(START)
+    bad = pin.SE3(np.eye(3), np.array([np.nan, 0.0, 0.0]))
+    r = left.solve(bad)
+    np.testing.assert_array_equal(r.q, START)
+    assert not r.reached
+    assert np.all(np.isfinite(left.solve_cold(bad).q))
+
+
+def test_self_collision_is_avoided(left):
+    # the hand into the torso: the solver must stop short of touching it
+    target = pin.SE3(np.eye(3), np.array([0.05, 0.05, 0.2]))
+    cold = left.solve_cold(target)
+    assert left.min_distance(cold.q) > 0.0
+    t0 = left.fk(START)
+    path = [pin.SE3(t0.rotation, (1 - s) * t0.translation + s * target.translation) for s in np.linspace(0, 1, 200)]
+    res = stream(left, path + [path[-1]] * 50)
+    assert min(left.min_distance(r.q) for r in res) > 0.0
+
+
+def test_collision_barrier_gradient_is_the_analytic_one(left):
+    """d(distance)/dq from point Jacobians equals finite differences on the capsule distance."""
+    m, d = left.model, left.data
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(500):
+        q = rng.uniform(left.lower, left.upper)
+        pin.computeJointJacobians(m, d, q)
+        pin.updateFramePlacements(m, d)
+        caps = left._capsules_now()
+        hits = [h for h in left._collisions(caps, 0.05) if h[4] is None and h[0] > 0.005]
+        hits = [h for h in hits if len([g for g in left._collisions(caps, 0.05) if g[3] == h[3] and g[4] is None]) == 1]
+        if not hits:
+            continue
+        dist, pa, pb, i, _ = hits[0]
+        n = (pa - pb) / np.linalg.norm(pa - pb)
+        grad = n @ left._point_jacobian(caps[i][3], caps[i][4], pa)
+
+        def distance(qq: np.ndarray) -> float:
+            pin.framesForwardKinematics(m, d, qq)
+            a, b, r = left._capsules_now()[i][:3]
+            # the nearest static capsule (the pair measured above, for a small perturbation)
+            return min(float(np.linalg.norm(np.subtract(*segment_closest_points(
+                a, b, left._static_a[k], left._static_b[k])))) - r - left._static_r[k]
+                for k in range(len(left._static_r)))
+
+        eps = 1e-6
+        fd = np.array([(distance(q + eps * e) - distance(q - eps * e)) / (2 * eps) for e in np.eye(6)])
+        np.testing.assert_allclose(grad, fd, atol=1e-5)
+        checked += 1
+        if checked == 5:
+            break
+    assert checked >= 1
+
+
+def test_singularity_barrier_gradient_is_the_analytic_one(left):
+    m, d = left.model, left.data
+
+    def det(q: np.ndarray) -> float:
+        pin.computeJointJacobians(m, d, q)
+        return float(np.linalg.det(pin.getJointJacobian(m, d, left._wrist_joint, LWA)))
+
+    rng = np.random.default_rng(1)
+    threshold = left.config.singularity_threshold
+    left.config.singularity_threshold = 1e9            # always active
+    try:
+        for _ in range(5):
+            q = rng.uniform(left.lower, left.upper)
+            pin.computeJointJacobians(m, d, q)
+            pin.updateFramePlacements(m, d)
+            rows, jac = [], []
+            left._singularity_rows(q, 1.0, rows, jac)
+            analytic = -jac[0][0] * 1e9 * np.sign(det(q))
+            fd = np.array([(det(q + 1e-6 * e) - det(q - 1e-6 * e)) / 2e-6 for e in np.eye(6)])
+            np.testing.assert_allclose(analytic, fd, atol=1e-8)
+    finally:
+        left.config.singularity_threshold = threshold
+
+
+def test_config_from_yaml_and_validation():
+    cfg = IkConfig.from_dict(yaml.safe_load((PKG / "config" / "relaxed_ik.yaml").read_text())["solver"])
+    assert cfg.max_step == 0.2 and cfg.weights.position > 0
+    assert IkConfig.from_dict({}) == IkConfig()
+    with pytest.raises(ValueError, match="unknown"):
+        IkConfig.from_dict({"max_stepp": 0.1})
+    with pytest.raises(ValueError, match="unknown"):
+        IkConfig.from_dict({"weights": {"positon": 1.0}})
+    with pytest.raises(ValueError):
+        IkConfig.from_dict({"weights": {"velocity": -1.0}})
+    with pytest.raises(ValueError):
+        IkConfig.from_dict({"max_step": 0.0})
+    with pytest.raises(ValueError):
+        IkConfig.from_dict({"weights": {"position": 0.0}})
+    assert isinstance(IkConfig().weights, IkWeights)
+
+
+def test_bad_side_and_solve_before_reset():
+    with pytest.raises(ValueError):
+        ArmIK(URDF, "middle")
+    ik = ArmIK(URDF, "right")
+    with pytest.raises(RuntimeError):
+        ik.solve(ik.fk(np.zeros(6)))
