@@ -1,0 +1,197 @@
+"""r1_arm_relaxed_ik_node: one arm's pose control (the guide's 手臂姿态控制), a thin ROS wrapper.
+
+End-effector pose targets (`{side}_gripper_link` in `torso_link4`) stream in on
+/motion_target/target_pose_arm_{side} (and the guide's table name
+/motion_target/pose_target_arm_{side}); each valid target is one streamed solve of
+`mobiman.arm_ik.ArmIK`, and the joint targets go to the joint tracker on
+/motion_target/target_joint_state_arm_{side} with per-joint speed limits. The logic between
+the topics (checks, stream pauses, ready pose, statistics) is `mobiman.arm_ik_stream`
+(ROS-free); this module reads params, resolves frames with tf2 and publishes.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+import rospy
+import tf2_ros
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from hdas.throttle import Throttle
+from mobiman.arm_ik_stream import (READY_PENDING, ArmPoseStream, Dropped, StreamConfig, compose, format_pose,
+                                   is_base_frame, pose_to_se3)
+
+SIDES = ("left", "right")
+
+
+class ArmIkNode:
+    def __init__(self) -> None:
+        self.name = rospy.get_name()
+        self.throttle = Throttle(period=5.0)
+        p: dict[str, Any] = rospy.get_param("~")
+        side = str(p.get("side", ""))
+        if side not in SIDES:
+            raise SystemExit(f"{self.name}: param ~side must be left or right, not {side!r}")
+        other = "right" if side == "left" else "left"
+        self.side = side
+        try:
+            stream_cfg = StreamConfig.from_params(p)
+        except ValueError as e:
+            raise SystemExit(f"{self.name}: {e}") from None
+        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
+        if not urdf:
+            raise SystemExit(f"{self.name}: no robot_description on the parameter server")
+        from mobiman.arm_ik import ArmIK, IkConfig      # the solver core (pinocchio)
+        ik = ArmIK(urdf, side=side, config=IkConfig.from_dict(p.get("solver") or {}))
+        self.joint_names = list(ik.joint_names)
+        self.core = ArmPoseStream(ik, stream_cfg)
+        self.speed_limits = [float(v) for v in stream_cfg.speed_limits]
+        self.base_frame = str(p.get("base_frame", "torso_link4")).lstrip("/")
+        self.lock = threading.Lock()
+        self.tf_buffer = tf2_ros.Buffer(rospy.Duration(10.0))
+        self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
+        self.out = rospy.Publisher(p.get("joint_target_topic", f"/motion_target/target_joint_state_arm_{side}"),
+                                   JointState, queue_size=1, tcp_nodelay=True)
+        self.err_pub = rospy.Publisher(p.get("error_topic", f"/motion_target/ik_error_arm_{side}"),
+                                       Float64MultiArray, queue_size=1)
+        self.diag_pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        pose_topics = p.get("pose_topics", [f"/motion_target/target_pose_arm_{side}",
+                                            f"/motion_target/pose_target_arm_{side}"])
+        for topic in pose_topics:
+            rospy.Subscriber(topic, PoseStamped, self._on_pose, queue_size=1, tcp_nodelay=True)
+        rospy.Subscriber(p.get("feedback_topic", f"/hdas/feedback_arm_{side}"), JointState, self._on_feedback,
+                         queue_size=1, tcp_nodelay=True)
+        rospy.Subscriber(p.get("other_feedback_topic", f"/hdas/feedback_arm_{other}"), JointState,
+                         self._on_other_feedback, queue_size=1)
+        rospy.Timer(rospy.Duration(0.05), self._watch)
+        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        if self.core.ready_clipped:
+            rospy.logwarn(f"{self.name}: ready_joints clipped to the joint limits: {self.core.ready_joints.tolist()}")
+        rospy.loginfo(f"{self.name}: {side} arm, poses on {', '.join(pose_topics)} ({self.base_frame} when "
+                      f"frame_id is empty) -> {self.out.resolved_name}; speed limits {self.speed_limits}; "
+                      f"target_timeout {stream_cfg.target_timeout} s; ready pose "
+                      f"{'on' if stream_cfg.ready_pose else 'off'}; waiting for feedback")
+
+    # -- inputs ------------------------------------------------------------------------------
+    def _on_feedback(self, msg: JointState) -> None:
+        with self.lock:
+            note = self.core.on_feedback(msg.position, rospy.get_time())
+            ready = None
+            if self.core.state == READY_PENDING and self.out.get_num_connections() > 0:
+                ready = self.core.take_ready_command(rospy.get_time())
+        if note:
+            rospy.loginfo(f"{self.name}: {note}")
+        if len(msg.position) < 6 or not np.all(np.isfinite(msg.position[:6])):
+            self.throttle(rospy.logerr, "feedback", f"{self.name}: feedback with {len(msg.position)} positions "
+                          "or non-finite values ignored")
+        if ready is not None:
+            self._publish_joints(ready)
+            rospy.loginfo(f"{self.name}: ready pose {np.round(ready, 3).tolist()} sent to the joint tracker; "
+                          "poses are accepted once the arm is there")
+
+    def _on_other_feedback(self, msg: JointState) -> None:
+        with self.lock:
+            self.core.on_other_arm(msg.position)
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        try:
+            target = self._target_in_base(msg)
+            with self.lock:
+                step = self.core.on_target(target, rospy.get_time(), time.monotonic())
+                self._publish_step(step)
+        except Dropped as e:
+            self.throttle(rospy.logwarn, e.key, f"{self.name}: {e.text}")
+            return
+        except Exception as e:      # never die on an input: log it and go on
+            with self.lock:
+                self.core.dropped["error"] += 1
+            self.throttle(rospy.logerr, "error", f"{self.name}: target dropped, {type(e).__name__}: {e}")
+            return
+        r = step.result
+        if step.restarted:
+            self.throttle(rospy.loginfo, "restart", f"{self.name}: target stream started at {format_pose(target)}: "
+                          f"solving from the measured joints {np.round(self.core.measured, 3).tolist()}")
+        if step.out_of_reach:
+            self.throttle(rospy.logwarn, "reach", f"{self.name}: target {format_pose(target)} out of reach: the "
+                          f"best pose is {r.position_error * 1e3:.1f} mm and {r.orientation_error:.3f} rad from it")
+
+    def _publish_step(self, step: Any) -> None:
+        r = step.result
+        self._publish_joints(step.q)
+        self.err_pub.publish(Float64MultiArray(data=[float(r.position_error), float(r.orientation_error),
+                                                     1.0 if r.reached else 0.0]))
+
+    def _target_in_base(self, msg: PoseStamped) -> pin.SE3:
+        """The target in the base frame: empty frame_id = base frame, others through tf2."""
+        o, q = msg.pose.position, msg.pose.orientation
+        with self.lock:
+            try:
+                pose, norm = pose_to_se3((o.x, o.y, o.z), (q.x, q.y, q.z, q.w))
+            except Dropped as e:
+                raise self.core.drop(e.key, e.text) from None
+        if abs(norm - 1.0) > 0.01:
+            self.throttle(rospy.logwarn, "norm", f"{self.name}: quaternion of norm {norm:.4f} normalized")
+        frame = msg.header.frame_id
+        if is_base_frame(frame, self.base_frame):
+            return pose
+        base_from_frame = self._lookup(frame.lstrip("/"), msg.header.stamp)
+        if base_from_frame is None:
+            with self.lock:
+                raise self.core.drop("tf", f"target in frame '{frame}' dropped: no transform {self.base_frame} <- "
+                                           f"{frame} (send it in {self.base_frame} or with an empty frame_id)")
+        return compose(base_from_frame, pose)
+
+    def _lookup(self, frame: str, stamp: rospy.Time) -> pin.SE3 | None:
+        """base <- frame at the target's stamp, else the latest; None when tf2 has none."""
+        for t in ((stamp,) if stamp.is_zero() else (stamp, rospy.Time(0))):
+            try:
+                tf = self.tf_buffer.lookup_transform(self.base_frame, frame, t).transform
+            except (tf2_ros.LookupException, tf2_ros.ConnectivityException, tf2_ros.ExtrapolationException,
+                    tf2_ros.InvalidArgumentException):
+                continue
+            pose, _ = pose_to_se3((tf.translation.x, tf.translation.y, tf.translation.z),
+                                  (tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w))
+            return pose
+        return None
+
+    # -- outputs -----------------------------------------------------------------------------
+    def _publish_joints(self, q: np.ndarray) -> None:
+        q = np.asarray(q, dtype=float)
+        if q.shape != (6,) or not np.all(np.isfinite(q)):     # never a NaN out
+            self.throttle(rospy.logerr, "nan_out", f"{self.name}: non-finite joint target {q.tolist()} not published")
+            return
+        msg = JointState(name=self.joint_names, position=q.tolist(), velocity=self.speed_limits)
+        msg.header.stamp = rospy.Time.now()
+        self.out.publish(msg)
+
+    def _watch(self, _event: Any) -> None:
+        with self.lock:
+            went_stale = self.core.check_stale(rospy.get_time(), time.monotonic())
+            events = self.core.stale_events
+        if went_stale:
+            self.throttle(rospy.loginfo, "stale", f"{self.name}: no target for {self.core.cfg.target_timeout} s: "
+                          f"stopped publishing; the next target continues from the measured joints "
+                          f"({events} pauses so far)")
+
+    def _publish_diagnostics(self, _event: Any) -> None:
+        with self.lock:
+            level, message, values = self.core.summary(rospy.get_time(), time.monotonic())
+        array = DiagnosticArray()
+        array.header.stamp = rospy.Time.now()
+        array.status.append(DiagnosticStatus(level=DiagnosticStatus.WARN if level else DiagnosticStatus.OK,
+                                             name=f"{self.name}: {self.side} arm pose control", message=message,
+                                             hardware_id=f"{self.side}_arm",
+                                             values=[KeyValue(k, v) for k, v in values.items()]))
+        self.diag_pub.publish(array)
+
+
+def main() -> None:
+    rospy.init_node("r1_arm_relaxed_ik")
+    ArmIkNode()
+    rospy.spin()

@@ -1,0 +1,293 @@
+"""The arm pose-control stream, ROS-free: pose targets in, checked joint targets out.
+
+`ArmPoseStream` is what `r1_arm_relaxed_ik_node` (mobiman.arm_ik_node) does between its
+topics, without rospy: it checks each pose target, keeps the solver's history in step with
+the measured arm (at the first feedback, after a paused stream), runs one streamed solve per
+target, judges the result (reached, still converging, out of reach) and never hands out a
+non-finite joint target. The solver is anything with the `mobiman.arm_ik.ArmIK` interface
+(`reset`, `solve`, `set_other_arm`, `lower`, `upper`, `joint_names`), so the logic is tested
+with a stand-in.
+
+Clocks: the caller passes ROS time (simulated time on the simulated robot) and wall time
+(monotonic). A target stream is stale only when its last target is older than
+`target_timeout` in *both*: a stream paced on simulated time that runs at a fifth of real
+time is not taken for a stopped one, nor is a wall-paced stream (`rostopic pub -r 10`) on a
+simulated clock that jumps ahead.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+N_JOINTS = 6
+DEFAULT_SPEED_LIMITS = (1.0, 1.0, 1.0, 1.5, 1.5, 1.5)    # [rad/s] the guide's example speeds
+
+
+class Dropped(Exception):
+    """A target that is not solved: `key` names the reason (counted, logs throttled per key)."""
+
+    def __init__(self, key: str, text: str):
+        super().__init__(text)
+        self.key = key
+        self.text = text
+
+
+# -- poses ---------------------------------------------------------------------------------
+def pose_to_se3(position: Sequence[float], orientation_xyzw: Sequence[float]) -> tuple[pin.SE3, float]:
+    """A pose from position (x, y, z) and quaternion (x, y, z, w); the quaternion is normalized.
+
+    Returns the pose and the quaternion's norm before normalizing (for a warning when it is far
+    from 1). Raises Dropped on non-finite values or a zero quaternion.
+    """
+    p = np.asarray(position, dtype=float)
+    quat = np.asarray(orientation_xyzw, dtype=float)
+    if p.shape != (3,) or quat.shape != (4,):
+        raise Dropped("shape", f"pose needs 3 position and 4 quaternion values, got {p.size} and {quat.size}")
+    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(quat))):
+        raise Dropped("nonfinite", f"pose with non-finite values dropped: position {p.tolist()}, "
+                                   f"orientation {quat.tolist()}")
+    norm = float(np.linalg.norm(quat))
+    if norm < 1e-6:
+        raise Dropped("zero_quaternion", f"pose with a zero quaternion {quat.tolist()} dropped "
+                                         "(orientation undefined; identity is (0, 0, 0, 1))")
+    x, y, z, w = quat / norm
+    return pin.SE3(pin.Quaternion(w, x, y, z).toRotationMatrix(), p), norm
+
+
+def is_base_frame(frame_id: str, base_frame: str) -> bool:
+    """An empty frame_id means the base frame (the guide's examples leave it empty)."""
+    f = frame_id.strip().lstrip("/")
+    return f == "" or f == base_frame.lstrip("/")
+
+
+def compose(base_from_frame: pin.SE3, pose_in_frame: pin.SE3) -> pin.SE3:
+    """A pose given in another frame, expressed in the base frame (tf2's transform of a pose)."""
+    return base_from_frame * pose_in_frame
+
+
+def format_pose(pose: pin.SE3) -> str:
+    x, y, z = pose.translation
+    return f"({x:.3f}, {y:.3f}, {z:.3f})"
+
+
+# -- configuration -------------------------------------------------------------------------
+def _vector(params: Mapping[str, Any], key: str, default: Sequence[float] | None, positive: bool) -> np.ndarray | None:
+    raw = params.get(key, default)
+    if raw is None:
+        return None
+    try:
+        v = np.asarray([float(x) for x in raw], dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key} must be a list of {N_JOINTS} numbers, got {raw!r}") from None
+    if v.shape != (N_JOINTS,) or not np.all(np.isfinite(v)) or (positive and not np.all(v > 0)):
+        raise ValueError(f"{key} must be {N_JOINTS} finite{' positive' if positive else ''} numbers, got {raw!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """The node's own parameters (top level of config/relaxed_ik.yaml, not `solver:`)."""
+
+    speed_limits: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_SPEED_LIMITS))
+    target_timeout: float = 0.5       # [s] a stream older than this (ROS and wall time) is stale
+    ready_pose: bool = False          # at the first feedback, send ready_joints to the tracker first
+    ready_joints: np.ndarray | None = None
+    ready_tolerance: float = 0.05     # [rad] the arm is at the ready pose within this, every joint
+    ready_timeout: float = 60.0       # [s, ROS time] then poses are accepted anyway (with a warning)
+    settle_step: float = 1e-3         # [rad] a solve moving no joint more than this has settled
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "StreamConfig":
+        """From the node's private params; ValueError with the offending key on bad values."""
+        def positive(key: str, default: float) -> float:
+            v = float(params.get(key, default))
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{key} must be a positive number, got {params.get(key)!r}")
+            return v
+
+        ready = params.get("ready_pose", False)
+        if not isinstance(ready, bool):
+            raise ValueError(f"ready_pose must be true or false, got {ready!r}")
+        ready_joints = _vector(params, "ready_joints", None, positive=False)
+        if ready and ready_joints is None:
+            raise ValueError("ready_pose is true but ready_joints is not set (6 joint values)")
+        return cls(speed_limits=_vector(params, "speed_limits", DEFAULT_SPEED_LIMITS, positive=True),
+                   target_timeout=positive("target_timeout", 0.5), ready_pose=ready, ready_joints=ready_joints,
+                   ready_tolerance=positive("ready_tolerance", 0.05), ready_timeout=positive("ready_timeout", 60.0),
+                   settle_step=positive("settle_step", 1e-3))
+
+
+# -- the stream ----------------------------------------------------------------------------
+@dataclass
+class Step:
+    """One solved target: what the node publishes."""
+
+    q: np.ndarray                  # 6 joint targets, finite
+    result: Any                    # the solver's IkResult
+    out_of_reach: bool             # settled short of the target
+    restarted: bool                # the history was reset to the measured joints first
+    solve_time: float              # [s]
+
+
+WAITING_FEEDBACK = "waiting for feedback"
+READY_PENDING = "ready pose pending"
+MOVING_TO_READY = "moving to the ready pose"
+ACTIVE = "active"
+
+
+class ArmPoseStream:
+    """State of one arm's pose control: feedback, ready pose, stream freshness, solves, statistics."""
+
+    def __init__(self, ik: Any, config: StreamConfig):
+        self.ik = ik
+        self.cfg = config
+        self.state = WAITING_FEEDBACK
+        self.measured: np.ndarray | None = None
+        self.other_arm: np.ndarray | None = None
+        self.ready_joints: np.ndarray | None = None
+        if config.ready_joints is not None:
+            self.ready_joints = np.clip(config.ready_joints, ik.lower, ik.upper)
+        self.ready_clipped = config.ready_joints is not None and not np.allclose(self.ready_joints, config.ready_joints)
+        self._ready_since: float | None = None
+        self.last_target_ros: float | None = None
+        self.last_target_wall: float | None = None
+        self.stale = False
+        self.previous_q: np.ndarray | None = None
+        # statistics
+        self.solves = 0
+        self.restarts = 0
+        self.stale_events = 0
+        self.dropped: Counter[str] = Counter()
+        self.solve_times: deque[float] = deque(maxlen=1000)
+        self.last_result: Any = None
+        self.last_target: pin.SE3 | None = None
+        self.out_of_reach = False
+
+    # -- feedback -------------------------------------------------------------------------
+    def on_feedback(self, position: Sequence[float], now: float) -> str | None:
+        """The arm's measured joints (first 6 of the feedback). Returns a note to log, if any."""
+        q = np.asarray(position[:N_JOINTS], dtype=float)
+        if q.shape != (N_JOINTS,) or not np.all(np.isfinite(q)):
+            self.dropped["feedback"] += 1
+            return None
+        self.measured = q
+        if self.state == WAITING_FEEDBACK:
+            self.ik.reset(q)
+            self.previous_q = q.copy()
+            if self.cfg.ready_pose:
+                self.state, self._ready_since = READY_PENDING, now
+                return f"feedback arrived at {np.round(q, 3).tolist()}; ready pose {np.round(self.ready_joints, 3).tolist()} next"
+            self.state = ACTIVE
+            return f"feedback arrived at {np.round(q, 3).tolist()}; accepting poses"
+        if self.state in (READY_PENDING, MOVING_TO_READY):
+            if self.state == MOVING_TO_READY and np.max(np.abs(q - self.ready_joints)) <= self.cfg.ready_tolerance:
+                self._activate(q)
+                return "at the ready pose; accepting poses"
+            if now - self._ready_since > self.cfg.ready_timeout:
+                self._activate(q)
+                return (f"not at the ready pose after {self.cfg.ready_timeout:.0f} s ({self.state}; is the joint "
+                        f"tracker running?): accepting poses from {np.round(q, 3).tolist()}")
+        return None
+
+    def _activate(self, q: np.ndarray) -> None:
+        self.state = ACTIVE
+        self.ik.reset(q)
+        self.previous_q = q.copy()
+        self.last_target_ros = self.last_target_wall = None     # the next target starts a stream
+
+    def take_ready_command(self, now: float) -> np.ndarray | None:
+        """The ready pose's joint target, once, when it is due (the caller publishes it)."""
+        if self.state != READY_PENDING:
+            return None
+        self.state, self._ready_since = MOVING_TO_READY, now
+        return self.ready_joints.copy()
+
+    def on_other_arm(self, position: Sequence[float]) -> None:
+        q = np.asarray(position[:N_JOINTS], dtype=float)
+        if q.shape == (N_JOINTS,) and np.all(np.isfinite(q)):
+            self.other_arm = q
+
+    # -- targets --------------------------------------------------------------------------
+    def is_stale(self, now_ros: float, now_wall: float) -> bool:
+        """No target within target_timeout, in ROS time and in wall time (or none yet)."""
+        if self.last_target_ros is None or self.last_target_wall is None:
+            return True
+        t = self.cfg.target_timeout
+        return now_ros - self.last_target_ros > t and now_wall - self.last_target_wall > t
+
+    def check_stale(self, now_ros: float, now_wall: float) -> bool:
+        """True once, when a running stream has just gone stale (the caller says so)."""
+        if self.last_target_ros is None or self.stale or not self.is_stale(now_ros, now_wall):
+            return False
+        self.stale = True
+        self.stale_events += 1
+        return True
+
+    def drop(self, key: str, text: str) -> Dropped:
+        self.dropped[key] += 1
+        return Dropped(key, text)
+
+    def on_target(self, target: pin.SE3, now_ros: float, now_wall: float) -> Step:
+        """One streamed solve toward `target` (in the base frame). Raises Dropped."""
+        if self.state == WAITING_FEEDBACK:
+            raise self.drop("no_feedback", "target dropped: no arm feedback yet")
+        if self.state != ACTIVE:
+            raise self.drop("ready", f"target dropped: {self.state} first")
+        restarted = self.is_stale(now_ros, now_wall)
+        if restarted:
+            # a new stream (the first, or after a pause): continue from where the arm is,
+            # not from the last solution
+            self.ik.reset(self.measured)
+            self.previous_q = self.measured.copy()
+            self.restarts += 1
+        self.stale = False
+        self.last_target_ros, self.last_target_wall = now_ros, now_wall
+        if self.other_arm is not None:
+            self.ik.set_other_arm(self.other_arm)
+        t0 = time.perf_counter()
+        result = self.ik.solve(target)
+        dt = time.perf_counter() - t0
+        q = np.asarray(result.q, dtype=float)
+        if q.shape != (N_JOINTS,) or not np.all(np.isfinite(q)):
+            raise self.drop("solver", f"solver returned {q.tolist()}: not published")
+        moved = np.inf if self.previous_q is None else float(np.max(np.abs(q - self.previous_q)))
+        out_of_reach = (not result.reached) and (not result.step_limited) and moved <= self.cfg.settle_step
+        self.previous_q = q.copy()
+        self.solves += 1
+        self.solve_times.append(dt)
+        self.last_result, self.last_target, self.out_of_reach = result, target, out_of_reach
+        return Step(q=q, result=result, out_of_reach=out_of_reach, restarted=restarted, solve_time=dt)
+
+    # -- reporting ------------------------------------------------------------------------
+    def summary(self, now_ros: float, now_wall: float) -> tuple[int, str, dict[str, str]]:
+        """(level 0 OK / 1 WARN, message, key-values) for a diagnostics status."""
+        times = np.array(self.solve_times) * 1e3 if self.solve_times else np.zeros(1)
+        r = self.last_result
+        values = {
+            "state": self.state,
+            "solves": str(self.solves),
+            "solve_ms_median": f"{np.median(times):.2f}",
+            "solve_ms_p99": f"{np.percentile(times, 99):.2f}",
+            "targets_dropped": str(sum(v for k, v in self.dropped.items() if k != "feedback")),
+            "dropped_by_reason": ", ".join(f"{k}: {v}" for k, v in sorted(self.dropped.items())) or "none",
+            "stream_restarts": str(self.restarts),
+            "stale_events": str(self.stale_events),
+            "last_target": format_pose(self.last_target) if self.last_target is not None else "none",
+            "position_error_m": f"{r.position_error:.5f}" if r is not None else "",
+            "orientation_error_rad": f"{r.orientation_error:.5f}" if r is not None else "",
+            "reached": str(bool(r.reached)) if r is not None else "",
+        }
+        if self.state != ACTIVE:
+            return 1, self.state, values
+        if self.is_stale(now_ros, now_wall):
+            return 0, "idle (no target stream)", values
+        if self.out_of_reach:
+            return 1, (f"target out of reach: best pose {r.position_error * 1e3:.1f} mm, "
+                       f"{r.orientation_error:.3f} rad from it"), values
+        return 0, "at target" if r is not None and r.reached else "following", values
