@@ -646,7 +646,8 @@ def markdown(result: dict) -> str:
         f"# Arm IK benchmark ({result['date']})", "",
         f"Machine: {m['cpus']} CPUs, {m['platform']}, Python {m['python']}. A sleeping probe found it stalled "
         f"{100 * m['stalled_before']:.0f} % of the time before the run and {100 * m['stalled_after']:.0f} % after "
-        "(shared VM): wall-clock times include those stalls, so the thread CPU time of each solve is given too. "
+        "(shared VM): wall-clock times include those stalls, so the thread CPU time of each solve is given too "
+        "(on a starved VM it still counts part of them: read p99s as upper bounds). "
         f"Run time {result['run_seconds']:.0f} s. Command: `scripts/benchmark ik` (`rosrun mobiman benchmark_ik`).", "",
         f"Targets, the same for every solver and interleaved target by target: {tg['cold']['count']} cold targets, FK "
         f"of random left-arm configurations uniform within the joint limits (seed {tg['cold']['seed']})"
@@ -703,7 +704,8 @@ def markdown(result: dict) -> str:
                   f"{met(t(o['streamed'], 'cpu_ms', 'p99') < GOALS['streamed_p99_ms'])} CPU.", ""]
     lines += ["**Per path**: success on the judged ticks; CPU time median / p99 [ms]; max joint jump per tick [rad]. "
               "Beyond the reach margin of `out_of_reach`: position error median / max [mm], its excess over the "
-              "geometric bound (wrist-centre distance − reach) max [mm], max joint jump [rad].", "",
+              "bound a kept orientation allows (wrist-centre distance − reach) max [mm] (negative: orientation given up "
+              "for position), max joint jump [rad].", "",
               "| solver | " + " | ".join(tg["streamed"]) + " | beyond reach |", "|---|" + "---:|" * (len(tg["streamed"]) + 1)]
     for name, s in sv.items():
         cells = []
