@@ -93,5 +93,10 @@ def test_run_refuses_a_port_where_a_master_already_runs(run_env: dict) -> None:
         assert res.returncode != 0
         assert "already answers" in res.stderr
     finally:
+        # never leave this master behind: it would hold the port for every later run
         os.killpg(core.pid, signal.SIGINT)
-        core.wait(timeout=120)
+        try:
+            core.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(core.pid, signal.SIGKILL)
+            core.wait()
