@@ -637,6 +637,13 @@ def _mrad(s: dict) -> str:
     return "–" if s["median"] is None else f"{1e3 * s['median']:.3g} / {1e3 * s['p99']:.3g} / {1e3 * s['max']:.3g}"
 
 
+def _accuracy_and_time_cells(d: dict) -> str:
+    """success | position error | orientation error | wall time | CPU time, for one table row."""
+    return (f"{_pct(d['success'])} | {_mm(d['position_error_m'])} | {_mrad(d['orientation_error_rad'])} | "
+            f"{_ms(d['time_ms']['median'])} / {_ms(d['time_ms']['p99'])} | "
+            f"{_ms(d['cpu_ms']['median'])} / {_ms(d['cpu_ms']['p99'])}")
+
+
 def markdown(result: dict) -> str:
     sv = result["solvers"]
     tg = result["targets"]
@@ -664,9 +671,8 @@ def markdown(result: dict) -> str:
               "| NaN | outside limits |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in sv.items():
         c = s["cold"]
-        lines.append(f"| {s['label']} | {c['targets']} | {_pct(c['success'])} | {_mm(c['position_error_m'])} | "
-                     f"{_mrad(c['orientation_error_rad'])} | {_ms(c['time_ms']['median'])} / {_ms(c['time_ms']['p99'])} | "
-                     f"{_ms(c['cpu_ms']['median'])} / {_ms(c['cpu_ms']['p99'])} | {c['nan']} | {c['outside_limits']} |")
+        lines.append(f"| {s['label']} | {c['targets']} | {_accuracy_and_time_cells(c)} | {c['nan']} | "
+                     f"{c['outside_limits']} |")
     c = sv.get("ours", {}).get("cold", {})
     if "targets_in_collision" in c:
         lines += ["", f"{c['targets_in_collision']} of the {c['targets']} cold targets come from configurations in "
@@ -677,9 +683,7 @@ def markdown(result: dict) -> str:
               "| max joint jump per tick [rad] | NaN |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in sv.items():
         st = s["streamed"]
-        lines.append(f"| {s['label']} | {st['judged_ticks']} | {_pct(st['success'])} | {_mm(st['position_error_m'])} | "
-                     f"{_mrad(st['orientation_error_rad'])} | {_ms(st['time_ms']['median'])} / "
-                     f"{_ms(st['time_ms']['p99'])} | {_ms(st['cpu_ms']['median'])} / {_ms(st['cpu_ms']['p99'])} | "
+        lines.append(f"| {s['label']} | {st['judged_ticks']} | {_accuracy_and_time_cells(st)} | "
                      f"{st['max_joint_jump_rad']:.3f} | {st['nan']} |")
     lines += ["", f"Goals (ours): cold success ≥ {100 * GOALS['cold_success']:g} %, cold median < "
               f"{GOALS['cold_median_ms']:g} ms; streamed success {100 * GOALS['streamed_success']:g} %, streamed median "
