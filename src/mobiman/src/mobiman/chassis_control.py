@@ -1,0 +1,127 @@
+"""The chassis controller's behaviour, ROS-free: twist targets in, module commands out.
+
+`ChassisController` owns what happens between `/motion_target/target_speed_chassis` and
+`/motion_control/control_chassis`: input checks and caps, the twist acceleration limit,
+the command timeout, brake mode, and the swerve kinematics (`mobiman.swerve`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mobiman.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
+
+
+class ChassisInputError(ValueError):
+    """A chassis input that cannot be used at all (non-finite values)."""
+
+
+@dataclass(frozen=True)
+class ChassisLimits:
+    """Speed caps (the guide's ±1.5 m/s, ±1.5 m/s, ±3 rad/s) and acceleration defaults and maxima."""
+
+    max_speed: Twist2D = (1.5, 1.5, 3.0)
+    acc_default: Twist2D = (2.5, 1.0, 1.0)
+    acc_max: Twist2D = (2.5, 1.0, 1.0)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ChassisLimits":
+        def three(key: str, default: Twist2D) -> Twist2D:
+            v = tuple(float(x) for x in d.get(key, default))
+            if len(v) != 3 or not all(math.isfinite(x) and x > 0 for x in v):
+                raise ValueError(f"{key} must be three positive numbers (x, y, yaw), got {v}")
+            return v  # type: ignore[return-value]
+        limits = cls(three("max_speed", cls.max_speed), three("acc_default", cls.acc_default),
+                     three("acc_max", cls.acc_max))
+        if any(a > m for a, m in zip(limits.acc_default, limits.acc_max)):
+            raise ValueError("acc_default must not exceed acc_max")
+        return limits
+
+
+def _finite3(values: Twist2D, what: str) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ChassisInputError(f"{what} must be three finite numbers, got {list(values)}")
+    return v
+
+
+class ChassisController:
+    """Twist target → acceleration-limited twist → module angles and wheel speeds.
+
+    Time is the caller's clock (ROS time in the node); `step` is called at the control rate
+    with the latest measured steering angles.
+    """
+
+    AXES = ("linear.x", "linear.y", "angular.z")
+
+    def __init__(self, kinematics: SwerveKinematics, limits: ChassisLimits, command_timeout: float = 0.2,
+                 stopped_speed: float = 1e-3):
+        self.kin = kinematics
+        self.limits = limits
+        self.command_timeout = float(command_timeout)
+        self.stopped_speed = float(stopped_speed)
+        self.acc = limits.acc_default
+        self.target: Twist2D = (0.0, 0.0, 0.0)
+        self.twist: Twist2D = (0.0, 0.0, 0.0)        # the acceleration-limited commanded twist
+        self.brake = False
+        self.braking = False                          # modules at (or turning to) the lock angles
+        self.timed_out = False
+        self._target_stamp: float | None = None
+        self._angles: np.ndarray | None = None       # last commanded steering angles
+        self._last_step: float | None = None
+
+    # -- inputs ----------------------------------------------------------------------------
+    def set_target(self, twist: Twist2D, now: float) -> list[str]:
+        """A new twist target; returns notes on what was capped. Non-finite → ChassisInputError."""
+        v = _finite3(twist, "target speed")
+        cap = np.asarray(self.limits.max_speed)
+        out = np.clip(v, -cap, cap)
+        self.target = tuple(float(x) for x in out)  # type: ignore[assignment]
+        self._target_stamp = now
+        self.timed_out = False
+        return [f"{self.AXES[i]} {v[i]:.3f} capped to {out[i]:.3f}" for i in range(3) if v[i] != out[i]]
+
+    def set_acceleration_limit(self, acc: Twist2D) -> list[str]:
+        """New acceleration limits; values above the maxima are capped, ≤ 0 keeps that axis's current limit."""
+        v = _finite3(acc, "acceleration limit")
+        notes, out = [], list(self.acc)
+        for i in range(3):
+            if v[i] <= 0:
+                notes.append(f"{self.AXES[i]} {v[i]:.3f} is not positive, kept {out[i]:.3f}")
+            elif v[i] > self.limits.acc_max[i]:
+                out[i] = self.limits.acc_max[i]
+                notes.append(f"{self.AXES[i]} {v[i]:.3f} capped to {out[i]:.3f}")
+            else:
+                out[i] = float(v[i])
+        self.acc = tuple(out)  # type: ignore[assignment]
+        return notes
+
+    def set_brake(self, on: bool) -> None:
+        self.brake = bool(on)
+
+    # -- control ---------------------------------------------------------------------------
+    def step(self, now: float, measured_angles: np.ndarray) -> ModuleCommand:
+        """One control step at time `now` with the measured steering angles."""
+        measured = np.asarray(measured_angles, dtype=float)
+        if self._angles is None:
+            self._angles = np.clip(measured, -self.kin.steer_limit, self.kin.steer_limit)
+        dt = 0.0 if self._last_step is None else min(max(now - self._last_step, 0.0), 0.1)
+        self._last_step = now
+        if self._target_stamp is not None and now - self._target_stamp > self.command_timeout:
+            self.timed_out = True
+            self.target = (0.0, 0.0, 0.0)
+        self.twist = limit_twist(self.twist, self.target, self.acc, dt)
+        stopped = max(abs(x) for x in self.twist) < self.stopped_speed
+        target_zero = not any(self.target)
+        if self.brake and target_zero and stopped:
+            self.braking = True
+            self.twist = (0.0, 0.0, 0.0)
+            angles = self.kin.brake_angles()
+            cmd = ModuleCommand(angles, np.zeros(self.kin.n))
+        else:
+            self.braking = False
+            cmd = self.kin.inverse(self.twist, self._angles, measured)
+        self._angles = cmd.angles.copy()
+        return cmd

@@ -1,0 +1,262 @@
+"""chassis_control_node: twist targets -> swerve module commands, wheel odometry.
+
+A thin ROS wrapper around `mobiman.chassis_control` and `mobiman.swerve`, with the stock
+node's private params (current_motor_topic_name, chassis_control_topic_name,
+motor_command_topic_name, breaking_topic_name) and its hard-coded topics
+(/motion_target/chassis_acc_limit, /motion_control/chassis_speed). Beyond the stock node:
+wheel odometry on /odom with the odom -> base_link transform.
+
+The control loop runs on a ROS timer (simulated time on the simulated robot) at `rate_hz`
+(50 Hz, the stock loop) and publishes only while the chassis feedback is fresh.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import rospy
+import tf2_ros
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import TransformStamped, Twist
+from hdas_msg.msg import controller_signal_stamped, motor_control
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+
+from hdas.throttle import Throttle
+from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
+from mobiman.robot_model import RobotModel
+from mobiman.swerve import Odometry2D, SwerveKinematics
+
+NAME = "chassis_control_node"
+HOST_MODE = 5
+
+
+def module_positions(urdf: str, steer_joints: list[str], base_frame: str) -> np.ndarray:
+    """Steer axes (x, y) in the base frame, from the URDF's steer joint origins."""
+    model = RobotModel(urdf, {"chassis_steer": steer_joints})
+    q = model.configuration()
+    return np.array([model.pose(j, q, base_frame).translation[:2] for j in steer_joints])
+
+
+def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
+    return 0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+
+
+class ChassisControlNode:
+    def __init__(self) -> None:
+        p: dict[str, Any] = rospy.get_param("~")
+        self.throttle = Throttle(period=5.0)
+        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
+        if not urdf:
+            raise SystemExit(f"{NAME}: no robot_description on the parameter server")
+        self.base_frame = str(p.get("base_frame", "base_link"))
+        steer_joints = list(p.get("steer_joints", ["steer_motor_joint1", "steer_motor_joint2", "steer_motor_joint3"]))
+        xy = module_positions(urdf, steer_joints, self.base_frame)
+        kin = SwerveKinematics(xy, float(p.get("max_wheel_speed", 2.1)),
+                               float(p.get("steer_limit", math.pi / 2)), float(p.get("max_clamp_error", 0.35)))
+        self.controller = ChassisController(kin, ChassisLimits.from_dict(p), float(p.get("command_timeout", 0.2)))
+        self.n = kin.n
+        self.feedback_timeout = float(p.get("feedback_timeout", 0.1))
+        self.lock = threading.Lock()
+        self.measured_angles: np.ndarray | None = None
+        self.feedback_stamp = -1e9
+        self.feedback_wall = -1e9
+        self.stale = False
+        self.odom = Odometry2D()
+        self.odom_twist = (0.0, 0.0, 0.0)
+        self._odom_stamp: float | None = None
+        self.rc_mode: int | None = None
+        self.rc_stamp = -1e9
+        self.rc_timeout = float(p.get("rc_timeout", 0.5))
+        self.rc_gating = bool(p.get("rc_gating", True))
+        self.rc_manager = str(p.get("rc_manager_node", "/r1_control_manager"))
+        self.counts = {"ticks": 0, "dropped": 0, "capped": 0, "vetoed": 0}
+        self.tick_times: list[float] = []
+
+        self.cmd_pub = rospy.Publisher(p.get("motor_command_topic_name", "/motion_control/control_chassis"),
+                                       motor_control, queue_size=1, tcp_nodelay=True)
+        self.speed_pub = rospy.Publisher("/motion_control/chassis_speed", Twist, queue_size=1)
+        self.publish_odom = bool(p.get("publish_odom", True))
+        self.publish_tf = bool(p.get("publish_odom_tf", True))
+        self.odom_frame = str(p.get("odom_frame", "odom"))
+        self.odom_pub = rospy.Publisher(p.get("odom_topic", "/odom"), Odometry, queue_size=5) \
+            if self.publish_odom else None
+        self.tf = tf2_ros.TransformBroadcaster() if self.publish_odom and self.publish_tf else None
+        self.diag_pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+
+        rospy.Subscriber(p.get("current_motor_topic_name", "/hdas/feedback_chassis"), JointState,
+                         self._on_feedback, queue_size=5, tcp_nodelay=True)
+        rospy.Subscriber(p.get("chassis_control_topic_name", "/motion_target/target_speed_chassis"), Twist,
+                         self._on_target, queue_size=5, tcp_nodelay=True)
+        rospy.Subscriber("/motion_target/chassis_acc_limit", Twist, self._on_acc_limit, queue_size=5)
+        rospy.Subscriber(p.get("breaking_topic_name", "/motion_target/brake_mode"), Bool, self._on_brake,
+                         queue_size=5)
+        rospy.Subscriber(p.get("controller_topic", "/controller"), controller_signal_stamped, self._on_controller,
+                         queue_size=5)
+        self.rate_hz = float(p.get("rate_hz", 50.0))
+        rospy.Timer(rospy.Duration(1.0 / self.rate_hz), self._tick)
+        rospy.Timer(rospy.Duration(1.0), self._diagnostics)
+        rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s, "
+                      f"{self.rate_hz:g} Hz; waiting for chassis feedback")
+
+    # -- inputs ----------------------------------------------------------------------------
+    def _vetoed(self, msg: Any) -> bool:
+        """The remote is in a mode other than host control: only the remote-control manager drives."""
+        if not self.rc_gating or self.rc_mode is None or self.rc_mode == HOST_MODE:
+            return False
+        if time.monotonic() - self.rc_stamp > self.rc_timeout:
+            return False
+        caller = getattr(msg, "_connection_header", {}).get("callerid", "")
+        return caller != self.rc_manager
+
+    def _on_target(self, msg: Twist) -> None:
+        if self._vetoed(msg):
+            self.counts["vetoed"] += 1
+            self.throttle(rospy.logwarn, "veto", f"{NAME}: target speed ignored: the remote controller is in mode "
+                          f"{self.rc_mode}, host commands pass only in mode {HOST_MODE}")
+            return
+        try:
+            with self.lock:
+                notes = self.controller.set_target((msg.linear.x, msg.linear.y, msg.angular.z), rospy.get_time())
+        except ChassisInputError as e:
+            self.counts["dropped"] += 1
+            self.throttle(rospy.logerr, "target", f"{NAME}: target speed dropped: {e}")
+            return
+        if notes:
+            self.counts["capped"] += 1
+            self.throttle(rospy.logwarn, "cap", f"{NAME}: target speed " + "; ".join(notes))
+
+    def _on_acc_limit(self, msg: Twist) -> None:
+        try:
+            with self.lock:
+                notes = self.controller.set_acceleration_limit((msg.linear.x, msg.linear.y, msg.angular.z))
+        except ChassisInputError as e:
+            self.counts["dropped"] += 1
+            self.throttle(rospy.logerr, "acc", f"{NAME}: acceleration limit dropped: {e}")
+            return
+        if notes:
+            self.throttle(rospy.logwarn, "acc_cap", f"{NAME}: acceleration limit " + "; ".join(notes))
+        rospy.loginfo(f"{NAME}: acceleration limits now {self.controller.acc}")
+
+    def _on_brake(self, msg: Bool) -> None:
+        with self.lock:
+            changed = self.controller.brake != bool(msg.data)
+            self.controller.set_brake(msg.data)
+        if changed:
+            rospy.loginfo(f"{NAME}: brake mode {'on' if msg.data else 'off'}")
+
+    def _on_controller(self, msg: controller_signal_stamped) -> None:
+        self.rc_mode, self.rc_stamp = int(msg.data.mode), time.monotonic()
+
+    def _on_feedback(self, msg: JointState) -> None:
+        angles = np.asarray(msg.position[:self.n], float)
+        speeds = np.asarray(msg.velocity[:self.n], float)
+        if angles.size != self.n or speeds.size != self.n or not (np.all(np.isfinite(angles))
+                                                                   and np.all(np.isfinite(speeds))):
+            self.throttle(rospy.logerr, "feedback", f"{NAME}: chassis feedback with {len(msg.position)} positions, "
+                          f"{len(msg.velocity)} velocities or non-finite values ignored")
+            return
+        stamp = msg.header.stamp.to_sec() or rospy.get_time()
+        twist = self.controller.kin.forward(angles, speeds)
+        with self.lock:
+            self.measured_angles = angles
+            self.feedback_stamp, self.feedback_wall = rospy.get_time(), time.monotonic()
+            if self._odom_stamp is not None:
+                dt = stamp - self._odom_stamp
+                if 0.0 < dt <= 0.5:            # a longer gap is lost feedback, not motion
+                    self.odom.integrate(twist, dt)
+            self._odom_stamp = stamp
+            self.odom_twist = twist
+            if self.stale:
+                self.stale = False
+                rospy.loginfo(f"{NAME}: chassis feedback is back; driving again")
+        out = Twist()
+        out.linear.x, out.linear.y, out.angular.z = twist
+        self.speed_pub.publish(out)
+        if self.odom_pub is not None:
+            self._publish_odom(msg.header.stamp if msg.header.stamp else rospy.Time.now(), twist)
+
+    def _publish_odom(self, stamp: rospy.Time, twist: tuple[float, float, float]) -> None:
+        o = self.odom
+        q = yaw_quaternion(o.yaw)
+        m = Odometry()
+        m.header.stamp, m.header.frame_id, m.child_frame_id = stamp, self.odom_frame, self.base_frame
+        m.pose.pose.position.x, m.pose.pose.position.y = o.x, o.y
+        (m.pose.pose.orientation.x, m.pose.pose.orientation.y, m.pose.pose.orientation.z,
+         m.pose.pose.orientation.w) = q
+        m.twist.twist.linear.x, m.twist.twist.linear.y, m.twist.twist.angular.z = twist
+        for i, var in ((0, 1e-3), (7, 1e-3), (35, 1e-2)):   # x, y, yaw: grows unbounded in truth
+            m.pose.covariance[i] = var
+        for i, var in ((0, 1e-3), (7, 1e-3), (35, 1e-3)):
+            m.twist.covariance[i] = var
+        self.odom_pub.publish(m)
+        if self.tf is not None:
+            t = TransformStamped()
+            t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, self.odom_frame, self.base_frame
+            t.transform.translation.x, t.transform.translation.y = o.x, o.y
+            (t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
+             t.transform.rotation.w) = q
+            self.tf.sendTransform(t)
+
+    # -- control ---------------------------------------------------------------------------
+    def _tick(self, _event: Any) -> None:
+        t0 = time.perf_counter()
+        now, wall = rospy.get_time(), time.monotonic()
+        with self.lock:
+            if self.measured_angles is None:
+                return
+            # stale only when old in ROS time and in wall time (a simulated clock may jump)
+            if now - self.feedback_stamp > self.feedback_timeout and wall - self.feedback_wall > self.feedback_timeout:
+                if not self.stale:
+                    self.stale = True
+                    rospy.logwarn(f"{NAME}: no chassis feedback for {self.feedback_timeout} s; not commanding "
+                                  "(HDAS ramps the wheels to zero)")
+                return
+            cmd = self.controller.step(now, self.measured_angles)
+        out = motor_control()
+        out.header.stamp = rospy.Time.now()
+        out.name = "chassis"
+        out.p_des = cmd.angles.tolist()
+        out.v_des = cmd.speeds.tolist()
+        out.kp = out.kd = out.t_ff = [0.0] * self.n
+        self.cmd_pub.publish(out)
+        self.counts["ticks"] += 1
+        self.tick_times.append(time.perf_counter() - t0)
+        if len(self.tick_times) > 2000:
+            del self.tick_times[:1000]
+
+    def _diagnostics(self, _event: Any) -> None:
+        st = DiagnosticStatus(name=f"{NAME}: chassis", hardware_id="chassis")
+        with self.lock:
+            c = self.controller
+            level, text = DiagnosticStatus.OK, "driving"
+            if self.measured_angles is None:
+                level, text = DiagnosticStatus.WARN, "waiting for chassis feedback"
+            elif self.stale:
+                level, text = DiagnosticStatus.ERROR, "chassis feedback stale"
+            elif c.braking:
+                text = "braked"
+            elif c.timed_out:
+                text = "command stream stopped: decelerated to zero"
+            ticks = np.array(self.tick_times[-500:]) * 1e3
+            values = {"target": np.round(c.target, 3).tolist(), "commanded twist": np.round(c.twist, 3).tolist(),
+                      "measured twist": np.round(self.odom_twist, 3).tolist(),
+                      "acceleration limits": list(c.acc), "brake mode": c.brake,
+                      "odometry": [round(self.odom.x, 3), round(self.odom.y, 3), round(self.odom.yaw, 3)],
+                      "remote mode": self.rc_mode, **self.counts,
+                      "tick median [ms]": round(float(np.median(ticks)), 3) if ticks.size else None}
+        st.level, st.message = level, text
+        st.values = [KeyValue(k, str(v)) for k, v in values.items()]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = rospy.Time.now()
+        self.diag_pub.publish(arr)
+
+
+def main() -> None:
+    rospy.init_node("r1_chassis_control")
+    ChassisControlNode()
+    rospy.spin()
