@@ -24,7 +24,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -94,7 +94,8 @@ class Command:
     kp: np.ndarray
     kd: np.ndarray
     t: np.ndarray
-    stamp: float
+    stamp: float                        # the driver's clock (monotonic)
+    robot_stamp: float | None = None    # the robot's clock (ROS time) when the group has one
 
 
 class CommandError(ValueError):
@@ -151,6 +152,20 @@ class MotorGroup:
             start.then = Request(Function.PID if self.mode == "pid" else Function.MIT, then=Request(Function.ENABLE))
             self._requests.append(start)
         self.events: list[str] = []   # human-readable happenings for the node to log
+        # The robot's clock (ROS time; simulated time on the simulated robot), set by the node.
+        # A command goes stale only when old in both clocks: on simulated time running slower
+        # than real time a controller ticking on the robot's clock is not a silent one.
+        self.robot_clock: Callable[[], float] | None = None
+
+    def _robot_now(self) -> float | None:
+        return self.robot_clock() if self.robot_clock is not None else None
+
+    def _stale(self, cmd: Command, now: float) -> bool:
+        """The command is older than command_timeout in the driver's clock and the robot's."""
+        if now - cmd.stamp <= self.command_timeout:
+            return False
+        robot_now = self._robot_now()
+        return robot_now is None or cmd.robot_stamp is None or robot_now - cmd.robot_stamp > self.command_timeout
 
     # -- motor modes ---------------------------------------------------------------------
     def motor_modes(self, mode: str) -> list[ControlMode]:
@@ -181,7 +196,7 @@ class MotorGroup:
         cmd, notes = self._clamp(*(arrays[k] if k in needed else zeros for k in ("p_des", "v_des", "kp", "kd", "t_ff")),
                                  slice(0, count), now)
         with self._lock:
-            joints = Command(cmd.p[:nj], cmd.v[:nj], cmd.kp[:nj], cmd.kd[:nj], cmd.t[:nj], now)
+            joints = Command(cmd.p[:nj], cmd.v[:nj], cmd.kp[:nj], cmd.kd[:nj], cmd.t[:nj], now, self._robot_now())
             self._command = joints
             if count == n:
                 self._gripper = Command(cmd.p[nj:], cmd.v[nj:], cmd.kp[nj:], cmd.kd[nj:], cmd.t[nj:], now)
@@ -366,7 +381,7 @@ class MotorGroup:
     def _active_command(self, now: float) -> Command:
         """The command to send: the latest, or a hold when there is none or it went stale."""
         cmd = self._command
-        if cmd is not None and now - cmd.stamp > self.command_timeout:
+        if cmd is not None and self._stale(cmd, now):
             if not self._timed_out:
                 self._timed_out = True
                 self.events.append(f"{self.name}: no command for {self.command_timeout:.2f} s, holding position")
@@ -382,10 +397,11 @@ class MotorGroup:
     def _hold_from(self, cmd: Command) -> Command:
         """Stay at the last commanded position, at rest, with the last gains and feed-forward."""
         if self.mode == "pid":
-            return Command(cmd.p, self.limits.velocity[:self.n_joints] * 0.2, cmd.kp, cmd.kd, cmd.t, cmd.stamp)
+            return Command(cmd.p, self.limits.velocity[:self.n_joints] * 0.2, cmd.kp, cmd.kd, cmd.t, cmd.stamp,
+                           cmd.robot_stamp)
         kp = np.where(cmd.kp > 0, cmd.kp, self.spec.hold_kp)
         kd = np.where(cmd.kd > 0, cmd.kd, self.spec.hold_kd)
-        return Command(cmd.p, np.zeros_like(cmd.v), kp, kd, cmd.t, cmd.stamp)
+        return Command(cmd.p, np.zeros_like(cmd.v), kp, kd, cmd.t, cmd.stamp, cmd.robot_stamp)
 
     def _hold_here(self, now: float) -> Command:
         nj = self.n_joints
@@ -560,7 +576,7 @@ class ChassisGroup(MotorGroup):
                  for name, a, b in (("steer", steer, out_s), ("wheel speed", speed, out_v)) if np.any(a != b)]
         with self._lock:
             self._steer_target, self._wheel_target = out_s, out_v
-            self._command = Command(out_s, out_v, np.zeros(m), np.zeros(m), np.zeros(m), now)
+            self._command = Command(out_s, out_v, np.zeros(m), np.zeros(m), np.zeros(m), now, self._robot_now())
             if self._timed_out:
                 self._timed_out = False
                 self.events.append(f"{self.name}: command stream resumed")
@@ -568,11 +584,13 @@ class ChassisGroup(MotorGroup):
 
     def _command_frames(self, now: float) -> list[Frame]:
         m = self.modules
-        dt = 0.0 if self._last_cycle is None else min(now - self._last_cycle, 0.1)
-        self._last_cycle = now
+        robot_now = self._robot_now()
+        clock = now if robot_now is None else robot_now     # the wheel ramp runs on the robot's time
+        dt = 0.0 if self._last_cycle is None else min(max(clock - self._last_cycle, 0.0), 0.1)
+        self._last_cycle = clock
         if self._steer_target is None:
             self._steer_target = np.clip(self.position[:m], self.limits.lower[:m], self.limits.upper[:m])
-        if self._command is not None and now - self._command.stamp > self.command_timeout:
+        if self._command is not None and self._stale(self._command, now):
             if not self._timed_out:
                 self._timed_out = True
                 self.events.append(f"{self.name}: no command for {self.command_timeout:.2f} s, wheels ramp to zero")

@@ -95,6 +95,10 @@ class HdasNode:
             cls = ChassisGroup if spec.kind == "chassis" else MotorGroup
             self.groups[name] = cls(spec, limit_arrays(limits, [m.joint for m in spec.motors]),
                                     cfg.command_timeout, cfg.reply_timeout, cfg.enable_on_start)
+            if rospy.get_param("/use_sim_time", False):
+                # simulated time may run far slower than real time: a controller ticking on it
+                # is slow, not silent (see MotorGroup._stale); on the robot the clocks agree
+                self.groups[name].robot_clock = rospy.get_time
         self.buses: dict[str, DriverBus] = {}
         for name, spec in cfg.buses.items():
             load = cfg.bus_load(name)

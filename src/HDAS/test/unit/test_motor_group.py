@@ -307,3 +307,31 @@ def test_chassis_refuses_malformed_and_clamps_speed() -> None:
     assert steer <= LIMITS["steer_motor_joint1"].upper + 1e-6
     wheel = damiao.decode_vel(rig.sent[1][1])
     assert wheel <= LIMITS["wheel_motor_joint1"].velocity + 1e-4
+
+
+
+def test_command_goes_stale_only_when_old_in_the_robots_clock_too() -> None:
+    """On simulated time running slower than real time, a controller that ticks on the robot's
+    clock sends commands far apart in wall time: a slow stream, not a stopped one. The wheel
+    ramp runs on the robot's clock too."""
+    rig = Rig("chassis")
+    robot = [50.0]
+    rig.group.robot_clock = lambda: robot[0]
+
+    def cycles(n: int, robot_dt: float) -> list[float]:
+        out = []
+        for _ in range(n):
+            robot[0] += robot_dt
+            rig.cycle()
+            wheel = [d for i, d in rig.sent if i & 0x700 == 0x200]
+            if wheel:
+                out.append(damiao.decode_vel(wheel[0]) * rig.group.radius)
+        return out
+
+    cycles(100, DT)                    # start-up: enabled
+    rig.group.set_command([0.0] * 3, [0.5] * 3, [], [], [], rig.now)
+    up = cycles(400, DT / 10)          # 0.8 s of wall time, 0.08 s of robot time: still streaming
+    assert not rig.group._timed_out
+    assert up[-1] == pytest.approx(0.08 * 2.5, abs=2.5 * DT / 10 + 1e-6)   # ramped on robot time
+    cycles(150, DT)                    # 0.3 s of robot time more: now old in both clocks
+    assert rig.group._timed_out

@@ -6,8 +6,12 @@ motor_command_topic_name, breaking_topic_name) and its hard-coded topics
 (/motion_target/chassis_acc_limit, /motion_control/chassis_speed). Beyond the stock node:
 wheel odometry on /odom with the odom -> base_link transform.
 
-The control loop runs on a ROS timer (simulated time on the simulated robot) at `rate_hz`
-(50 Hz, the stock loop) and publishes only while the chassis feedback is fresh.
+Each chassis feedback message is one control tick (as in the joint tracker): the command
+goes out at HDAS's chassis rate (200 Hz on the R1) and only while feedback flows, and the
+driver, whose command watchdog runs on its own clock, never sees a gap that the control
+loop's clock did not also see. (A loop on a ROS timer was tried first: on simulated time
+running at a tenth of real time its 50 Hz became 5 Hz of wall time, and HDAS's 0.2 s
+command watchdog ramped the wheels down between commands.)
 """
 from __future__ import annotations
 
@@ -97,11 +101,10 @@ class ChassisControlNode:
                          queue_size=5)
         rospy.Subscriber(p.get("controller_topic", "/controller"), controller_signal_stamped, self._on_controller,
                          queue_size=5)
-        self.rate_hz = float(p.get("rate_hz", 50.0))
-        rospy.Timer(rospy.Duration(1.0 / self.rate_hz), self._tick)
+        rospy.Timer(rospy.Duration(0.05), self._watch)
         rospy.Timer(rospy.Duration(1.0), self._diagnostics)
-        rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s, "
-                      f"{self.rate_hz:g} Hz; waiting for chassis feedback")
+        rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s; "
+                      "one tick per chassis feedback message; waiting for chassis feedback")
 
     # -- inputs ----------------------------------------------------------------------------
     def _vetoed(self, msg: Any) -> bool:
@@ -179,6 +182,7 @@ class ChassisControlNode:
         self.speed_pub.publish(out)
         if self.odom_pub is not None:
             self._publish_odom(msg.header.stamp if msg.header.stamp else rospy.Time.now(), twist)
+        self._tick(stamp, angles)
 
     def _publish_odom(self, stamp: rospy.Time, twist: tuple[float, float, float]) -> None:
         o = self.odom
@@ -203,20 +207,21 @@ class ChassisControlNode:
             self.tf.sendTransform(t)
 
     # -- control ---------------------------------------------------------------------------
-    def _tick(self, _event: Any) -> None:
-        t0 = time.perf_counter()
+    def _watch(self, _event: Any) -> None:
+        """Feedback is stale when old in ROS time and in wall time (a simulated clock may jump)."""
         now, wall = rospy.get_time(), time.monotonic()
         with self.lock:
-            if self.measured_angles is None:
-                return
-            # stale only when old in ROS time and in wall time (a simulated clock may jump)
-            if now - self.feedback_stamp > self.feedback_timeout and wall - self.feedback_wall > self.feedback_timeout:
-                if not self.stale:
-                    self.stale = True
-                    rospy.logwarn(f"{NAME}: no chassis feedback for {self.feedback_timeout} s; not commanding "
-                                  "(HDAS ramps the wheels to zero)")
-                return
-            cmd = self.controller.step(now, self.measured_angles)
+            if (self.measured_angles is not None and not self.stale and now - self.feedback_stamp > self.feedback_timeout
+                    and wall - self.feedback_wall > self.feedback_timeout):
+                self.stale = True
+                rospy.logwarn(f"{NAME}: no chassis feedback for {self.feedback_timeout} s; not commanding "
+                              "(HDAS ramps the wheels to zero)")
+
+    def _tick(self, stamp: float, angles: np.ndarray) -> None:
+        """One control step on the feedback's stamp with its measured steering angles."""
+        t0 = time.perf_counter()
+        with self.lock:
+            cmd = self.controller.step(stamp, angles)
         out = motor_control()
         out.header.stamp = rospy.Time.now()
         out.name = "chassis"
