@@ -1,0 +1,202 @@
+"""torso_speed_control: the guide's torso speed control (躯干速度控制), a thin ROS wrapper.
+
+Speed commands (Twist: linear.x = v_x, linear.z = v_z of torso_link3 in base_link axes) and
+joint targets (JointState, as the joint tracker takes them) go into
+`mobiman.torso_speed.TorsoSpeedController`; each torso feedback message is one tick of it and
+one hdas_msg/motor_control (MIT: p_des, v_des from the controller, kp, kd from the config,
+t_ff = RNEA gravity of the upper body, arms at their measured posture, plus M(q)·q̈ of the
+command). No feedback, no
+output; stale feedback, no output until it is back. Must not run with the joint tracker's torso
+output (use r1_jointTrackerdemo_disable_torso.launch).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+import rospkg
+import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, Twist
+from hdas_msg.msg import motor_control
+from sensor_msgs.msg import JointState
+
+from hdas.throttle import Throttle
+from mobiman.joint_tracker import TargetError, gravity_feedforward
+from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
+
+ARMS = {"left_arm": "/hdas/feedback_arm_left", "right_arm": "/hdas/feedback_arm_right"}
+
+
+class TorsoSpeedNode:
+    def __init__(self) -> None:
+        self.name = rospy.get_name()
+        self.throttle = Throttle(period=5.0)
+        p: dict[str, Any] = rospy.get_param("~")
+        try:
+            cfg = TorsoSpeedConfig.from_params(p)
+        except (TypeError, ValueError) as e:
+            raise SystemExit(f"{self.name}: bad parameter: {e}") from None
+        self.feedback_timeout = float(p.get("feedback_timeout", 0.05))
+        gravity_at = str(p.get("gravity_at", "planned"))
+        if gravity_at not in ("planned", "measured"):
+            raise SystemExit(f"{self.name}: gravity_at must be planned or measured, not {gravity_at!r}")
+        self.gravity_at_plan = gravity_at == "planned"
+        self.inertial = float(p.get("inertial_feedforward", 1.0))
+        groups_file = p.get("joint_groups_file") or str(
+            Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
+        joint_groups, _ = load_group_config(groups_file)
+        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
+        if not urdf:
+            raise SystemExit(f"{self.name}: no robot_description on the parameter server")
+        self.model = RobotModel(urdf, joint_groups)
+        self.core = TorsoSpeedController(self.model, cfg)
+        self.kp = np.array(p.get("kp", [500.0, 500.0, 400.0, 200.0]), float)
+        self.kd = np.array(p.get("kd", [5.0, 5.0, 5.0, 3.0]), float)
+        if self.kp.shape != (4,) or self.kd.shape != (4,):
+            raise SystemExit(f"{self.name}: kp and kd need 4 entries each")
+        self.lock = threading.Lock()                   # the core and the pinocchio data
+        self.measured: dict[str, np.ndarray] = {}      # latest measured positions of every group
+        self.feedback_stamp, self.feedback_wall = -1e9, -1e9
+        self.stale, self.stale_count, self.bad_feedback = False, 0, 0
+        self.tick_times: list[float] = []
+        self.last_state: np.ndarray | None = None      # measured (x, z, pitch)
+        self._last_ticks: tuple[int, float] | None = None
+
+        self.out = rospy.Publisher(p.get("command_topic", "/motion_control/control_torso"), motor_control,
+                                   queue_size=1, tcp_nodelay=True)
+        self.state_pub = rospy.Publisher("~torso_link3", PoseStamped, queue_size=1)
+        self.diag_pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        rospy.Subscriber(p.get("speed_topic", "/motion_target/target_speed_torso"), Twist, self._on_speed,
+                         queue_size=10, tcp_nodelay=True)
+        rospy.Subscriber(p.get("target_topic", "/motion_target/target_joint_state_torso"), JointState,
+                         self._on_target, queue_size=10, tcp_nodelay=True)
+        rospy.Subscriber(p.get("feedback_topic", "/hdas/feedback_torso"), JointState, self._on_feedback,
+                         queue_size=1, tcp_nodelay=True)
+        for group, topic in ARMS.items():   # the arms' posture shapes the torso's gravity load
+            rospy.Subscriber(p.get(f"{group}_feedback_topic", topic), JointState, self._on_arm_feedback, group,
+                             queue_size=1)
+        rospy.Timer(rospy.Duration(0.02), self._watch)
+        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        rospy.loginfo(f"{self.name}: speed limit {cfg.max_speed} m/s, acceleration {cfg.max_acceleration} m/s², "
+                      f"workspace x {list(cfg.workspace_x)} z {list(cfg.workspace_z)}, command timeout "
+                      f"{cfg.command_timeout} s, gravity at the {gravity_at} torso posture; waiting for feedback")
+
+    # -- inputs ----------------------------------------------------------------------------
+    def _on_speed(self, msg: Twist) -> None:
+        try:
+            with self.lock:
+                notes = self.core.set_speed(msg.linear.x, msg.linear.z, rospy.get_time())
+        except CommandError as e:
+            self.throttle(rospy.logerr, "bad_speed", f"{self.name}: speed command dropped: {e}")
+            return
+        if notes:
+            self.throttle(rospy.logwarn, "clamp_speed", f"{self.name}: speed command: " + "; ".join(notes))
+
+    def _on_target(self, msg: JointState) -> None:
+        try:
+            with self.lock:
+                notes = self.core.set_target(msg.position, msg.velocity)
+        except TargetError as e:
+            self.throttle(rospy.logerr, "bad_target", f"{self.name}: joint target dropped: {e}")
+            return
+        if notes:
+            self.throttle(rospy.logwarn, "clamp_target", f"{self.name}: joint target: " + "; ".join(notes))
+
+    def _on_arm_feedback(self, msg: JointState, group: str) -> None:
+        q = np.asarray(msg.position, float)[:6]
+        if len(q) == 6 and np.all(np.isfinite(q)):
+            self.measured[group] = q
+
+    def _on_feedback(self, msg: JointState) -> None:
+        """One tick: the feedback message drives the controller and the output."""
+        t0 = time.perf_counter()
+        q = np.asarray(msg.position, float)
+        if len(q) != 4 or not np.all(np.isfinite(q)):
+            self.bad_feedback += 1
+            self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback with {len(q)} positions or "
+                          "non-finite values ignored")
+            return
+        now = msg.header.stamp.to_sec() or rospy.get_time()
+        with self.lock:
+            self.feedback_stamp, self.feedback_wall = rospy.get_time(), time.monotonic()
+            if self.stale:
+                self.stale = False
+                self.throttle(rospy.loginfo, "back", f"{self.name}: torso feedback is back; publishing again")
+            first = not self.core.started
+            cmd = self.core.step(now, q)
+            events, self.core.events = self.core.events, []
+            self.measured["torso"] = q
+            posture = {**self.measured, "torso": cmd.position} if self.gravity_at_plan else dict(self.measured)
+            t_ff = gravity_feedforward(self.model, posture, "torso", cmd.acceleration if self.inertial else None,
+                                       self.inertial)
+            pose = self.core.frame_pose(q)
+            state = self.core.state_of(pose)
+        if first:
+            rospy.loginfo(f"{self.name}: torso feedback arrived; holding {np.round(q, 3).tolist()}")
+        for e in events:
+            self.throttle(rospy.logwarn, e.split(" ")[0], f"{self.name}: {e}")
+        out = motor_control()
+        out.header.stamp = rospy.Time.now()
+        out.name = "torso"
+        out.p_des, out.v_des = cmd.position.tolist(), cmd.velocity.tolist()
+        out.kp, out.kd, out.t_ff = self.kp.tolist(), self.kd.tolist(), t_ff.tolist()
+        self.out.publish(out)
+        self._publish_state(msg.header.stamp, pose)
+        self.last_state = state
+        self.tick_times.append(time.perf_counter() - t0)
+        if len(self.tick_times) > 5000:
+            del self.tick_times[:2500]
+
+    def _publish_state(self, stamp: rospy.Time, pose: pin.SE3) -> None:
+        m = PoseStamped()
+        m.header.stamp, m.header.frame_id = stamp, self.core.cfg.base_frame
+        m.pose.position.x, m.pose.position.y, m.pose.position.z = pose.translation.tolist()
+        qx, qy, qz, qw = pin.Quaternion(pose.rotation).coeffs().tolist()
+        m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w = qx, qy, qz, qw
+        self.state_pub.publish(m)
+
+    # -- supervision -----------------------------------------------------------------------
+    def _watch(self, _event: Any) -> None:
+        """Feedback is stale when old in ROS time *and* in wall time (a simulated clock that jumps
+        ahead is not a silent driver; on the robot the two are the same)."""
+        now, wall = rospy.get_time(), time.monotonic()
+        if (self.core.started and not self.stale and now - self.feedback_stamp > self.feedback_timeout
+                and wall - self.feedback_wall > self.feedback_timeout):
+            self.stale = True
+            self.stale_count += 1
+            self.throttle(rospy.logwarn, "stale", f"{self.name}: torso feedback stale for "
+                          f"{now - self.feedback_stamp:.3f} s (> {self.feedback_timeout} s): not publishing until "
+                          f"it is back (HDAS holds the last command); {self.stale_count} times so far")
+
+    def _publish_diagnostics(self, _event: Any) -> None:
+        with self.lock:
+            stats, mode, v = dict(self.core.stats), self.core.mode, self.core.cartesian_velocity
+            started = self.core.started
+        ticks = np.array(self.tick_times[-500:]) * 1e6 if self.tick_times else np.zeros(1)
+        now, rate = rospy.get_time(), 0.0
+        if self._last_ticks is not None and now > self._last_ticks[1]:
+            rate = (stats["ticks"] - self._last_ticks[0]) / (now - self._last_ticks[1])
+        self._last_ticks = (stats["ticks"], now)
+        state = "waiting for feedback" if not started else ("feedback stale" if self.stale else mode)
+        level = DiagnosticStatus.WARN if self.stale or not started else DiagnosticStatus.OK
+        values = {"rate_hz_ros_time": f"{rate:.1f}", "cartesian_velocity": np.round(v, 4).tolist(),
+                  "torso_link3_x_z_pitch": [] if self.last_state is None else np.round(self.last_state, 4).tolist(),
+                  "tick_us_median": f"{np.median(ticks):.0f}", "tick_us_p99": f"{np.percentile(ticks, 99):.0f}",
+                  "stale_feedback_events": self.stale_count, "bad_feedback": self.bad_feedback, **stats}
+        array = DiagnosticArray()
+        array.header.stamp = rospy.Time.now()
+        array.status.append(DiagnosticStatus(level=level, name=f"{self.name}: torso speed control", message=state,
+                                             values=[KeyValue(k, str(val)) for k, val in values.items()]))
+        self.diag_pub.publish(array)
+
+
+def main() -> None:
+    rospy.init_node("torso_speed_control")
+    TorsoSpeedNode()
+    rospy.spin()
