@@ -1,0 +1,189 @@
+"""r1_eepose_pub_node (node `fk_calculator`): feedback -> poses, and the merged /joint_states.
+
+A thin ROS wrapper around `mobiman.eepose`: every /hdas/feedback_torso message gives one
+/motion_control/pose_floating_base (torso_link4 in base_link), every arm feedback message one
+/motion_control/pose_ee_arm_{left,right} (gripper_link in torso_link4), stamped with the
+feedback's stamp. Bad feedback is dropped with a throttled log. It also merges all feedback
+into /joint_states (`mobiman.joint_state_merge`) at a fixed rate, so robot_state_publisher
+draws the whole robot, and reports on /diagnostics at 1 Hz.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import rospkg
+import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+
+from hdas.throttle import Throttle
+from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
+from mobiman.joint_state_merge import JointStateMerger
+from mobiman.robot_model import RobotModel, load_group_config
+
+NODE = "fk_calculator"
+
+
+@dataclass
+class Stream:
+    """One feedback topic turned into one pose topic."""
+
+    name: str                 # torso, left, right
+    group: str                # joint group of the feedback
+    extra: int                # entries allowed after the group's joints (the arm's gripper)
+    pub: rospy.Publisher
+    frame_id: str
+    published: int = 0
+    dropped: int = 0
+    last_ros: float = -1e9
+    last_wall: float = -1e9
+    last_error: str = ""
+
+
+class EePoseNode:
+    def __init__(self) -> None:
+        self.throttle = Throttle(period=5.0)
+        p: dict[str, Any] = rospy.get_param("~")
+        groups_file = p.get("joint_groups_file") or str(
+            Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
+        joint_groups, frame_table = load_group_config(groups_file)
+        self.joint_groups = joint_groups
+        urdf = self._urdf(p)
+        try:
+            self.estimator = PoseEstimator(RobotModel(urdf, joint_groups), Frames.from_table(frame_table))
+        except (KeyError, ValueError) as e:
+            raise SystemExit(f"{NODE}: the URDF does not fit {groups_file}: {e}") from None
+        frames = self.estimator.frames
+        self.feedback_timeout = float(p.get("feedback_timeout", 0.5))
+        self.streams: dict[str, Stream] = {}
+        spec = (("torso", "torso", 0, "torso_feedback_topic", "/hdas/feedback_torso", "floating_base_pose_topic",
+                 "/motion_control/pose_floating_base", frames.base),
+                ("left", "left_arm", 1, "left_arm_feedback_topic", "/hdas/feedback_arm_left", "left_ee_pose_topic",
+                 "/motion_control/pose_ee_arm_left", frames.floating_base),
+                ("right", "right_arm", 1, "right_arm_feedback_topic", "/hdas/feedback_arm_right",
+                 "right_ee_pose_topic", "/motion_control/pose_ee_arm_right", frames.floating_base))
+        for name, group, extra, in_param, in_default, out_param, out_default, frame_id in spec:
+            s = Stream(name, group, extra, rospy.Publisher(p.get(out_param, out_default), PoseStamped,
+                                                           queue_size=10, tcp_nodelay=True), frame_id)
+            self.streams[name] = s
+            rospy.Subscriber(p.get(in_param, in_default), JointState, self._on_feedback, s, queue_size=10,
+                             tcp_nodelay=True)
+            rospy.loginfo(f"{NODE}: sub topic is : {p.get(in_param, in_default)}, pub topic is : "
+                          f"{s.pub.resolved_name} ({self.estimator.frames.ee(name) if extra else frames.floating_base}"
+                          f" in {frame_id})")
+        self.merger: JointStateMerger | None = None
+        self.merger_lock = threading.Lock()
+        self.chassis_dropped = 0
+        if bool(p.get("publish_joint_states", True)):
+            self._start_joint_states(p)
+        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+
+    @staticmethod
+    def _urdf(p: dict[str, Any]) -> str:
+        """The stock param `urdfFile` (a path) when it can be read, else the robot_description param."""
+        path = str(p.get("urdfFile", "") or "")
+        if path:
+            try:
+                return Path(path).read_text()
+            except OSError as e:
+                rospy.logwarn(f"{NODE}: urdfFile {path!r} cannot be read ({e.strerror}); using the "
+                              f"robot_description param instead")
+        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
+        if not urdf:
+            raise SystemExit(f"{NODE}: no readable urdfFile and no robot_description on the parameter server")
+        return urdf
+
+    # -- poses -------------------------------------------------------------------------------
+    def _on_feedback(self, msg: JointState, s: Stream) -> None:
+        try:
+            q = group_positions(self.joint_groups[s.group], msg.name, msg.position, s.extra)
+            if not (np.all(np.isfinite(msg.position)) and np.all(np.isfinite(msg.velocity))):
+                raise FeedbackError("non-finite position or velocity")
+        except FeedbackError as e:
+            s.dropped += 1
+            s.last_error = str(e)
+            self.throttle(rospy.logerr, f"{s.name}/bad", f"{NODE}: {s.name} feedback dropped: {e}")
+            return
+        if self.merger is not None and msg.name:
+            with self.merger_lock:
+                self.merger.add_group(msg.name, msg.position, msg.velocity)
+        m = self.estimator.torso_pose(q) if s.name == "torso" else self.estimator.arm_pose(s.name, q)
+        (x, y, z), (qx, qy, qz, qw) = se3_to_pose(m)
+        out = PoseStamped()
+        out.header.stamp = msg.header.stamp if not msg.header.stamp.is_zero() else rospy.Time.now()
+        out.header.frame_id = s.frame_id
+        out.pose.position.x, out.pose.position.y, out.pose.position.z = x, y, z
+        out.pose.orientation.x, out.pose.orientation.y, out.pose.orientation.z, out.pose.orientation.w = qx, qy, qz, qw
+        s.pub.publish(out)
+        s.published += 1
+        s.last_ros, s.last_wall = rospy.get_time(), time.monotonic()
+
+    # -- /joint_states -----------------------------------------------------------------------
+    def _start_joint_states(self, p: dict[str, Any]) -> None:
+        wheels = list(p.get("wheel_joints", self.joint_groups.get("chassis_wheels", [])))
+        self.merger = JointStateMerger(wheels, float(p.get("wheel_radius", 0.07)))
+        self.joint_states_pub = rospy.Publisher(p.get("joint_states_topic", "/joint_states"), JointState,
+                                                queue_size=1)
+        rospy.Subscriber(p.get("chassis_feedback_topic", "/hdas/feedback_chassis"), JointState, self._on_chassis,
+                         queue_size=1)
+        rate = float(p.get("joint_states_rate_hz", 50.0))
+        if not 0.0 < rate <= 1000.0:
+            rospy.logwarn(f"{NODE}: joint_states_rate_hz {rate} out of (0, 1000]; using 50")
+            rate = 50.0
+        rospy.Timer(rospy.Duration(1.0 / rate), self._publish_joint_states)
+
+    def _on_chassis(self, msg: JointState) -> None:
+        n = len(self.merger.wheel_joints)
+        if len(msg.position) < n or len(msg.velocity) < n or not (
+                np.all(np.isfinite(msg.position)) and np.all(np.isfinite(msg.velocity))):
+            self.chassis_dropped += 1
+            self.throttle(rospy.logerr, "chassis/bad", f"{NODE}: chassis feedback with {len(msg.position)} "
+                          f"positions, {len(msg.velocity)} velocities or non-finite values ignored")
+            return
+        with self.merger_lock:
+            self.merger.add_chassis(msg.name, msg.position, msg.velocity,
+                                    msg.header.stamp.to_sec() or rospy.get_time())
+
+    def _publish_joint_states(self, _event: Any) -> None:
+        with self.merger_lock:
+            names, positions, velocities = self.merger.joint_state()
+        if names:
+            msg = JointState(name=names, position=positions, velocity=velocities)
+            msg.header.stamp = rospy.Time.now()
+            self.joint_states_pub.publish(msg)
+
+    # -- supervision -------------------------------------------------------------------------
+    def _publish_diagnostics(self, _event: Any) -> None:
+        now, wall = rospy.get_time(), time.monotonic()
+        array = DiagnosticArray()
+        array.header.stamp = rospy.Time.now()
+        for s in self.streams.values():
+            # stale in ROS time *and* wall time: a simulated clock that jumps is not a silent driver
+            stale = now - s.last_ros > self.feedback_timeout and wall - s.last_wall > self.feedback_timeout
+            message = "no feedback yet" if s.published == 0 else ("feedback stale" if stale else "publishing")
+            values = {"published": s.published, "dropped": s.dropped, "last_error": s.last_error,
+                      "pose_topic": s.pub.resolved_name, "frame_id": s.frame_id}
+            if s.published:
+                values["last_pose_age_s"] = f"{now - s.last_ros:.3f}"
+            array.status.append(DiagnosticStatus(level=DiagnosticStatus.WARN if stale else DiagnosticStatus.OK,
+                                                 name=f"{NODE}: {s.name}", message=message,
+                                                 values=[KeyValue(k, str(v)) for k, v in values.items()]))
+        if self.merger is not None:
+            array.status.append(DiagnosticStatus(
+                level=DiagnosticStatus.OK, name=f"{NODE}: joint_states",
+                message=f"{len(self.merger.positions)} joints",
+                values=[KeyValue("chassis_dropped", str(self.chassis_dropped))]))
+        self._diagnostics.publish(array)
+
+
+def main() -> None:
+    rospy.init_node(NODE)
+    EePoseNode()
+    rospy.spin()

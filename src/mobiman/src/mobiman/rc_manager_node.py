@@ -1,0 +1,127 @@
+"""r1_control_manager: the remote controller -> chassis Twist and gesture presets, a thin ROS wrapper.
+
+Reads /controller (hdas_msg/controller_signal_stamped), runs `mobiman.rc_manager` at 20 Hz
+and publishes what it decides: a Twist on the chassis topic (or nothing while the host is in
+control), joint targets for the joint tracker when a stick gesture fired. Diagnostics at 1 Hz.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import rospkg
+import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Twist
+from hdas_msg.msg import controller_signal_stamped
+from sensor_msgs.msg import JointState
+
+from hdas.throttle import Throttle
+from mobiman.rc_manager import RcConfig, RcManager, Sticks
+from mobiman.robot_model import load_group_config
+
+NODE = "r1_control_manager"
+
+
+class RcManagerNode:
+    def __init__(self) -> None:
+        self.throttle = Throttle(period=5.0)
+        p: dict[str, Any] = rospy.get_param("~")
+        try:
+            cfg, notes = RcConfig.from_params(p)
+        except (ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"{NODE}: bad config: {e}") from None
+        for note in notes:
+            rospy.logwarn(f"{NODE}: {note}")
+        self.core = RcManager(cfg)
+        self.lock = threading.Lock()
+        groups_file = p.get("joint_groups_file") or str(
+            Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
+        self.joint_names, _ = load_group_config(groups_file)
+        self.last_ros = self.last_wall = None
+        self.received = self.dropped = self.twists = 0
+        self.last_twist = None
+        self.chassis_pub = rospy.Publisher(p.get("chassis_control_topic", "/motion_target/target_speed_chassis"),
+                                           Twist, queue_size=1)
+        self.target_pubs = {
+            "torso": rospy.Publisher(p.get("torso_control_topic", "/motion_target/target_joint_state_torso"),
+                                     JointState, queue_size=3),
+            "left_arm": rospy.Publisher(p.get("left_arm_control_topic", "/motion_target/target_joint_state_arm_left"),
+                                        JointState, queue_size=3),
+            "right_arm": rospy.Publisher(p.get("right_arm_control_topic",
+                                               "/motion_target/target_joint_state_arm_right"), JointState, queue_size=3)}
+        topic = p.get("sub_controller_topic", "/controller")
+        rospy.Subscriber(topic, controller_signal_stamped, self._on_controller, queue_size=10)
+        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        rate = float(p.get("rate_hz", 20.0))
+        if not 0.0 < rate <= 200.0:
+            rospy.logwarn(f"{NODE}: rate_hz {rate} out of (0, 200]; using 20")
+            rate = 20.0
+        rospy.Timer(rospy.Duration(1.0 / rate), self._tick)
+        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        rospy.loginfo(f"{NODE}: {topic} -> {self.chassis_pub.resolved_name} at {rate:g} Hz (mode {cfg.drive_mode}: "
+                      f"remote drives, mode {cfg.host_mode}: silent); gestures "
+                      f"{', '.join(g.name for g in cfg.gestures) or 'none'}")
+
+    def _on_controller(self, msg: controller_signal_stamped) -> None:
+        d = msg.data
+        sig = Sticks(d.left_x_axis, d.left_y_axis, d.right_x_axis, d.right_y_axis, int(d.mode))
+        with self.lock:
+            try:
+                self.core.on_signal(sig, time.monotonic())     # gesture holds: the operator's (wall) time
+            except ValueError as e:
+                self.dropped += 1
+                self.throttle(rospy.logerr, "bad", f"{NODE}: /controller sample dropped: {e}")
+                return
+            self.received += 1
+            self.last_ros, self.last_wall = rospy.get_time(), time.monotonic()
+
+    def _age(self) -> float | None:
+        """Age of the last sample; old only when old in ROS time *and* wall time (a simulated
+        clock that jumps, or a stall of this process, is not a silent receiver)."""
+        if self.last_ros is None:
+            return None
+        return min(rospy.get_time() - self.last_ros, time.monotonic() - self.last_wall)
+
+    def _tick(self, _event: Any) -> None:
+        with self.lock:
+            out = self.core.step(time.monotonic(), self._age())
+        if out.twist is not None:
+            t = Twist()
+            t.linear.x, t.linear.y, t.angular.z = out.twist.linear_x, out.twist.linear_y, out.twist.angular_z
+            self.chassis_pub.publish(t)
+            self.twists += 1
+            self.last_twist = out.twist
+        for target in out.targets:
+            names = list(self.joint_names.get(target.group, []))
+            msg = JointState(name=names if len(names) == len(target.positions) else [],
+                             position=list(target.positions), velocity=list(target.velocities))
+            msg.header.stamp = rospy.Time.now()
+            self.target_pubs[target.group].publish(msg)
+        if out.targets:
+            rospy.loginfo(f"{NODE}: gesture: targets sent to " + ", ".join(
+                f"{t.group} {list(t.positions)}" for t in out.targets))
+
+    def _publish_diagnostics(self, _event: Any) -> None:
+        with self.lock:
+            state, sig, fired, age = self.core.state, self.core.signal, self.core.fired_count, self._age()
+        level = DiagnosticStatus.OK if state in ("remote drives", "host in control") or state.startswith("gesture") \
+            else DiagnosticStatus.WARN
+        tw = self.last_twist
+        values = {"mode": "" if sig is None else sig.mode, "signal_age_s": "" if age is None else f"{age:.3f}",
+                  "received": self.received, "dropped": self.dropped, "twists_published": self.twists,
+                  "gestures_fired": fired,
+                  "last_twist": "" if tw is None else f"{tw.linear_x:.3f} {tw.linear_y:.3f} {tw.angular_z:.3f}"}
+        array = DiagnosticArray()
+        array.header.stamp = rospy.Time.now()
+        array.status.append(DiagnosticStatus(level=level, name=f"{NODE}: remote", message=state,
+                                             values=[KeyValue(k, str(v)) for k, v in values.items()]))
+        self._diagnostics.publish(array)
+
+
+def main() -> None:
+    rospy.init_node(NODE)
+    RcManagerNode()
+    rospy.spin()
