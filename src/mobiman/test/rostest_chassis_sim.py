@@ -221,6 +221,8 @@ class ChassisSimTest(unittest.TestCase):
     def test_e_remote_modes(self):
         self.wait_stopped()
         start = planar(self.truth.wait())
+        self.set_remote(2)                          # mode 2 entered with the sticks at rest (the manager
+        self.wait_sim(0.3)                          # refuses a stick already deflected at the switch)
         self.set_remote(2, left_y=1.0)              # mode 2: the remote's left stick drives
         deadline = time.monotonic() + 300
         while relative(start, planar(self.truth.wait()))[0] < 0.3:
