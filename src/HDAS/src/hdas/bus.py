@@ -4,7 +4,11 @@ The receive path is python-can's Notifier with one Listener per bus that hands
 each frame to the devices registered for its id. A device that raises does not
 stop the bus: the error is counted and reported (throttled) through `on_error`.
 The cycle thread sends, at the bus's rate, whatever its devices want sent, then
-calls the bus's after-send hooks (the node publishes feedback there).
+calls the bus's after-send hooks (the node publishes feedback there). Each cycle is one tick
+of the bus's `LoopStats` (`hdas.loop_stats`, on the driver's monotonic clock): its rate, its
+compute time (building, sending, the after-send hooks) and its latency, the age of the command
+it sent: from the arrival of the motor_control message (the devices' `command_stamp`) to the
+moment its frames went out.
 """
 from __future__ import annotations
 
@@ -15,11 +19,13 @@ from typing import Callable, Iterable
 import can
 
 from hdas.config import BusSpec
+from hdas.loop_stats import LoopStats
 
 Frame = tuple[int, bytes]
 FrameSource = Callable[[float], list[Frame]]          # now -> frames to send
 FrameSink = Callable[[int, bytes, float], bool]       # (id, data, now) -> taken?
 ErrorReporter = Callable[[str], None]
+CommandStamp = Callable[[], "float | None"]           # arrival of the command last sent, None: a hold
 
 
 def open_bus(spec: BusSpec) -> can.BusABC:
@@ -49,6 +55,7 @@ class DriverBus:
         self._sources: list[FrameSource] = []
         self._sinks: list[FrameSink] = []
         self._after_send: list[Callable[[float], None]] = []
+        self._command_stamps: list[CommandStamp] = []
         self.frames_sent = 0
         self.frames_received = 0
         self.send_errors = 0
@@ -56,6 +63,7 @@ class DriverBus:
         self.unknown_frames = 0
         self.overruns = 0
         self.cycles = 0
+        self.stats = LoopStats(window_s=5.0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._notifier: can.Notifier | None = None
@@ -68,6 +76,10 @@ class DriverBus:
 
     def after_send(self, hook: Callable[[float], None]) -> None:
         self._after_send.append(hook)
+
+    def add_command_stamp(self, stamp: CommandStamp) -> None:
+        """A device's arrival time (monotonic) of the command its last frames carried (None: none)."""
+        self._command_stamps.append(stamp)
 
     def dispatch(self, msg: can.Message) -> None:
         """Receive path: hand a frame to the first device that takes it."""
@@ -106,6 +118,7 @@ class DriverBus:
         period = 1.0 / self.spec.rate_hz
         next_tick = time.monotonic()
         while not self._stop.is_set():
+            t0 = time.perf_counter()
             now = time.monotonic()
             frames: list[Frame] = []
             for source in self._sources:
@@ -115,12 +128,15 @@ class DriverBus:
                     self.handler_errors += 1
                     self.report(f"bus {self.spec.name}: building frames failed: {e!r}")
             self.send_all(frames)
+            latency = self._command_age(time.monotonic())
             for hook in self._after_send:
                 try:
                     hook(now)
                 except Exception as e:
+                    self.handler_errors += 1
                     self.report(f"bus {self.spec.name}: after-send hook failed: {e!r}")
             self.cycles += 1
+            self.stats.tick(now, time.perf_counter() - t0, latency)
             next_tick += period
             delay = next_tick - time.monotonic()
             if delay > 0:
@@ -128,6 +144,18 @@ class DriverBus:
             elif delay < -5 * period:     # far behind (machine busy): restart the schedule
                 self.overruns += 1
                 next_tick = time.monotonic()
+
+    def _command_age(self, sent: float) -> float:
+        """Age of the oldest command this cycle sent [s]; NaN when it sent holds or requests only."""
+        ages = []
+        for stamp in self._command_stamps:
+            try:
+                t = stamp()
+            except Exception:
+                t = None
+            if t is not None:
+                ages.append(sent - t)
+        return max(ages) if ages else float("nan")
 
     def stop(self) -> None:
         self._stop.set()

@@ -146,6 +146,7 @@ class MotorGroup:
         self._gripper: Command | None = None
         self._hold: Command | None = None
         self._timed_out = False
+        self.sent_stamp: float | None = None     # arrival (driver clock) of the live command last sent
         self._requests: list[Request] = []
         if enable_on_start:
             start = Request(Function.DISABLE)
@@ -369,6 +370,7 @@ class MotorGroup:
     def frames(self, now: float) -> list[Frame]:
         """Everything to send to this group's motors in this cycle."""
         with self._lock:
+            self.sent_stamp = None
             self.unanswered += 1
             if self._requests and not np.any(np.isnan(self.position)):
                 frames = self._run_request(self._requests[0], now)
@@ -426,6 +428,8 @@ class MotorGroup:
 
     def _command_frames(self, now: float) -> list[Frame]:
         cmd = self._active_command(now)
+        if cmd is self._command:        # a live command, not a hold
+            self.sent_stamp = cmd.stamp
         if self.spec.gripper:
             g = self._gripper_command(now)
             cmd = Command(*(np.concatenate([a, b]) for a, b in ((cmd.p, g.p), (cmd.v, g.v), (cmd.kp, g.kp),
@@ -595,6 +599,8 @@ class ChassisGroup(MotorGroup):
                 self._timed_out = True
                 self.events.append(f"{self.name}: no command for {self.command_timeout:.2f} s, wheels ramp to zero")
             self._wheel_target = np.zeros(m)
+        if self._command is not None and not self._timed_out:
+            self.sent_stamp = self._command.stamp
         step = self.wheel_acc * dt
         self._wheel_sent = self._wheel_sent + np.clip(self._wheel_target - self._wheel_sent, -step, step)
         ratio = min(self.steer_ratio, 1.0)

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from hdas_msg.msg import feedback_status, feedback_status_detail, motor_control
 from hdas_msg.srv import FunctionFrame, FunctionFrameRequest, FunctionFrameResponse
 from sensor_msgs.msg import JointState
@@ -21,6 +21,7 @@ from std_msgs.msg import Float32
 from hdas.boards import Board, make_board
 from hdas.bus import DriverBus, open_bus
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
+from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
 from hdas.throttle import Throttle
 from hdas.urdf_limits import limit_arrays, read_limits
@@ -99,6 +100,8 @@ class HdasNode:
                 # simulated time may run far slower than real time: a controller ticking on it
                 # is slow, not silent (see MotorGroup._stale); on the robot the clocks agree
                 self.groups[name].robot_clock = rospy.get_time
+        # commands dropped (unusable) and clamped (changed to fit the limits), per group
+        self.counts = {name: {"dropped": 0, "clamped": 0} for name in self.groups}
         self.buses: dict[str, DriverBus] = {}
         for name, spec in cfg.buses.items():
             load = cfg.bus_load(name)
@@ -124,6 +127,7 @@ class HdasNode:
             bus = self.buses[group.spec.bus]
             bus.add_source(group.frames)
             bus.add_sink(group.on_frame)
+            bus.add_command_stamp(lambda g=group: g.sent_stamp)
             if fb_param:
                 bus.after_send(self._feedback_publisher(group, self._pub(fb_param, JointState)))
             if cmd_param:
@@ -181,8 +185,10 @@ class HdasNode:
             try:
                 notes = group.set_command(msg.p_des, msg.v_des, msg.kp, msg.kd, msg.t_ff, time.monotonic())
             except CommandError as e:
+                self.counts[group.name]["dropped"] += 1
                 self.throttle(rospy.logerr, f"{group.name}/bad", f"HDAS: {group.name} command dropped: {e}")
                 return
+            self.counts[group.name]["clamped"] += bool(notes)
             for note in notes:
                 self.throttle(rospy.logwarn, f"{group.name}/{note.split()[0]}", f"HDAS: {group.name} command {note}")
         return callback
@@ -195,8 +201,10 @@ class HdasNode:
                     raise CommandError(f"gripper commands take 1 entry per field, got {[len(f) for f in fields]}")
                 notes = group.set_gripper_motor_command(*(f[0] for f in fields), time.monotonic())
             except CommandError as e:
+                self.counts[group.name]["dropped"] += 1
                 self.throttle(rospy.logerr, f"{group.name}/gripper", f"HDAS: {group.name} gripper command dropped: {e}")
                 return
+            self.counts[group.name]["clamped"] += bool(notes)
             for note in notes:
                 self.throttle(rospy.logwarn, f"{group.name}/gripper-clamp", f"HDAS: {group.name} gripper {note}")
         return callback
@@ -206,8 +214,10 @@ class HdasNode:
             try:
                 notes = group.set_gripper_stroke(msg.data, time.monotonic())
             except CommandError as e:
+                self.counts[group.name]["dropped"] += 1
                 self.throttle(rospy.logerr, f"{group.name}/stroke", f"HDAS: {group.name} gripper stroke dropped: {e}")
                 return
+            self.counts[group.name]["clamped"] += bool(notes)
             for note in notes:
                 self.throttle(rospy.logwarn, f"{group.name}/stroke-clamp", f"HDAS: {group.name} gripper stroke {note}")
         return callback
@@ -238,9 +248,9 @@ class HdasNode:
             if group.spec.gripper and name in GRIPPER_TOPICS:
                 gripper = slice(group.n - 1, group.n)
                 self._status_pubs.append((group, gripper, self._pub(GRIPPER_TOPICS[name][3], feedback_status, 2)))
-        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
         self._last_counts: dict[str, tuple[float, int, int, int]] = {}
         rospy.Timer(rospy.Duration(1.0 / self.config.status_rate), self._publish_status)
+        self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name="HDAS")   # 1 Hz of wall time
 
     def _publish_status(self, _event: rospy.timer.TimerEvent) -> None:
         now = time.monotonic()
@@ -256,12 +266,14 @@ class HdasNode:
         for group in self.groups.values():
             for event in group.take_events():
                 rospy.loginfo(f"HDAS: {event}")
-        self._publish_diagnostics(now)
 
-    def _publish_diagnostics(self, now: float) -> None:
-        """Per bus: achieved cycle rate, frames/s each way, load, errors (the benchmark and monitors read it)."""
-        array = DiagnosticArray()
-        array.header.stamp = rospy.Time.now()
+    def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Per bus: the standard loop keys of its cycle (hdas.loop_stats, on the driver's monotonic
+        clock; latency = age of the command sent, from the motor_control message's arrival to its
+        frames going out), frames/s each way, load, and the counters (the benchmark and r1_monitor
+        read it)."""
+        now = time.monotonic()
+        out = []
         for name, bus in self.buses.items():
             t0, cycles0, sent0, received0 = self._last_counts.get(name, (now, bus.cycles, bus.frames_sent,
                                                                            bus.frames_received))
@@ -273,21 +285,23 @@ class HdasNode:
             sent, received = (bus.frames_sent - sent0) / dt, (bus.frames_received - received0) / dt
             load = (sent + received) * FRAME_BITS / bus.spec.bitrate
             errors = bus.send_errors + bus.handler_errors
+            on_bus = [g.name for g in self.groups.values() if g.spec.bus == name]
+            dropped = sum(self.counts[g]["dropped"] for g in on_bus)
+            clamped = sum(self.counts[g]["clamped"] for g in on_bus)
             level = DiagnosticStatus.OK
             message = "ok"
             if rate < 0.9 * bus.spec.rate_hz:
                 level, message = DiagnosticStatus.WARN, f"cycle {rate:.0f} Hz of {bus.spec.rate_hz:g} Hz"
             if errors:
                 level, message = DiagnosticStatus.WARN, f"{errors} errors"
-            values = {"cycle_hz": f"{rate:.1f}", "target_hz": f"{bus.spec.rate_hz:g}",
-                      "frames_sent_per_s": f"{sent:.0f}", "frames_received_per_s": f"{received:.0f}",
-                      "load_percent": f"{100 * load:.1f}", "send_errors": str(bus.send_errors),
-                      "handler_errors": str(bus.handler_errors), "unknown_frames": str(bus.unknown_frames),
-                      "overruns": str(bus.overruns)}
-            array.status.append(DiagnosticStatus(level=level, name=f"HDAS: bus {name}", message=message,
-                                                 hardware_id=bus.spec.channel,
-                                                 values=[KeyValue(k, v) for k, v in values.items()]))
-        self._diagnostics.publish(array)
+            values = bus.stats.values(now, {
+                "cycle_hz": f"{rate:.1f}", "target_hz": f"{bus.spec.rate_hz:g}",
+                "frames_sent_per_s": f"{sent:.0f}", "frames_received_per_s": f"{received:.0f}",
+                "load_percent": f"{100 * load:.1f}", "dropped": dropped, "clamped": clamped, "errors": errors,
+                "send_errors": bus.send_errors, "handler_errors": bus.handler_errors,
+                "unknown_frames": bus.unknown_frames, "overruns": bus.overruns})
+            out.append(status(f"HDAS: bus {name}", bus.spec.channel, level, message, values))
+        return out
 
     def _bus_error(self, text: str) -> None:
         self.throttle(rospy.logerr, text.split(":")[0], f"HDAS: {text}")

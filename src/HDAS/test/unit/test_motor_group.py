@@ -335,3 +335,23 @@ def test_command_goes_stale_only_when_old_in_the_robots_clock_too() -> None:
     assert up[-1] == pytest.approx(0.08 * 2.5, abs=2.5 * DT / 10 + 1e-6)   # ramped on robot time
     cycles(150, DT)                    # 0.3 s of robot time more: now old in both clocks
     assert rig.group._timed_out
+
+
+def test_sent_stamp_is_the_live_commands_arrival_and_none_for_a_hold() -> None:
+    """The bus's latency key: age of the command a cycle sends (hdas.bus, docs/diagnostics.md)."""
+    rig = started_arm()
+    assert rig.group.sent_stamp is None                     # holding where it started
+    arrival = rig.now
+    rig.group.set_command([-1.4, 0.1, -2.7, 0.2, 0.1, 0.0], [0.0] * 6, [20.0] * 6, [1.0] * 6, [0.0] * 6, arrival)
+    rig.cycle(3)
+    assert rig.group.sent_stamp == arrival                  # the same command, 3 cycles old
+    rig.cycle(150)                                          # stale: a hold
+    assert rig.group.sent_stamp is None
+    chassis = Rig("chassis")
+    chassis.cycle(100)
+    assert chassis.group.sent_stamp is None
+    chassis.group.set_command([0.0] * 3, [0.1] * 3, [], [], [], chassis.now)
+    chassis.cycle()
+    assert chassis.group.sent_stamp == pytest.approx(chassis.now - DT)
+    chassis.cycle(150)                                      # timed out: the wheels ramp to zero
+    assert chassis.group.sent_stamp is None

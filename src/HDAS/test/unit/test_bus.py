@@ -1,0 +1,53 @@
+"""hdas.bus: the cycle's loop statistics (rate, compute time, command age) and error counts."""
+import math
+import time
+
+import can
+import pytest
+
+from hdas.bus import DriverBus
+from hdas.config import BusSpec
+
+
+def spec(rate_hz: float = 200.0) -> BusSpec:
+    return BusSpec(name="test", interface="virtual", channel="hdas_test_bus", bitrate=1_000_000, rate_hz=rate_hz,
+                   options={})
+
+
+def run(bus: DriverBus, seconds: float) -> None:
+    bus.start()
+    try:
+        time.sleep(seconds)
+    finally:
+        bus.stop()
+
+
+def test_cycle_ticks_its_stats_with_the_age_of_the_command_sent():
+    errors = []
+    bus = DriverBus(spec(), can.Bus(interface="virtual", channel="hdas_test_bus"), errors.append)
+    arrival = time.monotonic()
+    bus.add_source(lambda now: [(0x1, bytes(8))])
+    bus.add_command_stamp(lambda: arrival)       # one command, never renewed: its age grows
+    bus.add_command_stamp(lambda: None)          # a device holding: no age
+    run(bus, 0.5)
+    v = bus.stats.values(time.monotonic())
+    assert bus.stats.total == bus.cycles > 20
+    assert float(v["rate_hz"]) == pytest.approx(200.0, rel=0.5)
+    assert 0.0 < float(v["compute_ms_median"]) < 50.0
+    assert 0.0 < float(v["latency_ms_median"]) < 1000.0 and float(v["latency_ms_p99"]) >= float(v["latency_ms_median"])
+    assert not errors
+
+
+def test_no_live_command_reads_na_and_a_failing_hook_counts_as_a_handler_error():
+    errors = []
+    bus = DriverBus(spec(), can.Bus(interface="virtual", channel="hdas_test_bus"), errors.append)
+    bus.add_command_stamp(lambda: None)
+
+    def hook(now):
+        raise RuntimeError("boom")
+    bus.after_send(hook)
+    run(bus, 0.2)
+    v = bus.stats.values(time.monotonic())
+    assert v["latency_ms_median"] == "n/a"
+    assert bus.handler_errors == bus.cycles > 0 and errors
+    assert math.isfinite(float(v["compute_ms_p99"]))
