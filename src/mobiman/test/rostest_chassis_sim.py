@@ -243,6 +243,7 @@ class ChassisSimTest(unittest.TestCase):
         self.wait_stopped()
 
     def test_f_bad_input_is_dropped_and_the_node_lives(self):
+        self.set_remote(5)                          # host in control, whatever an earlier test left
         self.wait_stopped()
         self.acc.publish(twist(vx=10.0, vy=0.5, wz=1.0))       # capped to the maxima
         for _ in range(20):
