@@ -18,11 +18,13 @@ import numpy as np
 import pinocchio as pin
 import rospy
 import tf2_ros
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from hdas.diagnostics import DiagnosticsPublisher, status
+from hdas.loop_stats import LoopStats
 from hdas.throttle import Throttle
 from mobiman.arm_ik_stream import (READY_PENDING, ArmPoseStream, Dropped, StreamConfig, compose, format_pose,
                                    is_base_frame, pose_to_se3)
@@ -60,7 +62,11 @@ class ArmIkNode:
                                    JointState, queue_size=1, tcp_nodelay=True)
         self.err_pub = rospy.Publisher(p.get("error_topic", f"/motion_target/ik_error_arm_{side}"),
                                        Float64MultiArray, queue_size=1)
-        self.diag_pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        # one tick per joint target published for a pose: rate (ROS time), compute = the solve,
+        # latency = the pose's stamp (its arrival when unstamped) -> the joint target's publish
+        self.stats = LoopStats()
+        self.normalized = 0        # targets whose quaternion was normalised (counted as clamped)
+        self.nan_out = 0           # non-finite solutions not published
         pose_topics = p.get("pose_topics", [f"/motion_target/target_pose_arm_{side}",
                                             f"/motion_target/pose_target_arm_{side}"])
         for topic in pose_topics:
@@ -70,7 +76,7 @@ class ArmIkNode:
         rospy.Subscriber(p.get("other_feedback_topic", f"/hdas/feedback_arm_{other}"), JointState,
                          self._on_other_feedback, queue_size=1)
         rospy.Timer(rospy.Duration(0.05), self._watch)
-        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
         if self.core.ready_clipped:
             rospy.logwarn(f"{self.name}: ready_joints clipped to the joint limits: {self.core.ready_joints.tolist()}")
         rospy.loginfo(f"{self.name}: {side} arm, poses on {', '.join(pose_topics)} ({self.base_frame} when "
@@ -100,11 +106,15 @@ class ArmIkNode:
             self.core.on_other_arm(msg.position)
 
     def _on_pose(self, msg: PoseStamped) -> None:
+        arrival = rospy.get_time()
         try:
             target = self._target_in_base(msg)
             with self.lock:
                 step = self.core.on_target(target, rospy.get_time(), time.monotonic())
-                self._publish_step(step)
+                sent = self._publish_step(step)
+            if sent is not None:
+                since = arrival if msg.header.stamp.is_zero() else msg.header.stamp.to_sec()
+                self.stats.tick(sent, step.solve_time, sent - since)
         except Dropped as e:
             self.throttle(rospy.logwarn, e.key, f"{self.name}: {e.text}")
             return
@@ -121,11 +131,13 @@ class ArmIkNode:
             self.throttle(rospy.logwarn, "reach", f"{self.name}: target {format_pose(target)} out of reach: the "
                           f"best pose is {r.position_error * 1e3:.1f} mm and {r.orientation_error:.3f} rad from it")
 
-    def _publish_step(self, step: Any) -> None:
+    def _publish_step(self, step: Any) -> float | None:
+        """Publish the joint target and the residual; the target's stamp [s] (None: not published)."""
         r = step.result
-        self._publish_joints(step.q)
+        sent = self._publish_joints(step.q)
         self.err_pub.publish(Float64MultiArray(data=[float(r.position_error), float(r.orientation_error),
                                                      1.0 if r.reached else 0.0]))
+        return sent
 
     def _target_in_base(self, msg: PoseStamped) -> pin.SE3:
         """The target in the base frame: empty frame_id = base frame, others through tf2."""
@@ -136,6 +148,7 @@ class ArmIkNode:
             except Dropped as e:
                 raise self.core.drop(e.key, e.text) from None
         if abs(norm - 1.0) > 0.01:
+            self.normalized += 1
             self.throttle(rospy.logwarn, "norm", f"{self.name}: quaternion of norm {norm:.4f} normalized")
         frame = msg.header.frame_id
         if is_base_frame(frame, self.base_frame):
@@ -161,14 +174,16 @@ class ArmIkNode:
         return None
 
     # -- outputs -----------------------------------------------------------------------------
-    def _publish_joints(self, q: np.ndarray) -> None:
+    def _publish_joints(self, q: np.ndarray) -> float | None:
         q = np.asarray(q, dtype=float)
         if q.shape != (6,) or not np.all(np.isfinite(q)):     # never a NaN out
+            self.nan_out += 1
             self.throttle(rospy.logerr, "nan_out", f"{self.name}: non-finite joint target {q.tolist()} not published")
-            return
+            return None
         msg = JointState(name=self.joint_names, position=q.tolist(), velocity=self.speed_limits)
         msg.header.stamp = rospy.Time.now()
         self.out.publish(msg)
+        return msg.header.stamp.to_sec()
 
     def _watch(self, _event: Any) -> None:
         with self.lock:
@@ -179,16 +194,17 @@ class ArmIkNode:
                           f"stopped publishing; the next target continues from the measured joints "
                           f"({events} pauses so far)")
 
-    def _publish_diagnostics(self, _event: Any) -> None:
+    def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """The standard loop keys (hdas.loop_stats), the counters, then the stream's own summary."""
+        now = rospy.get_time()
         with self.lock:
-            level, message, values = self.core.summary(rospy.get_time(), time.monotonic())
-        array = DiagnosticArray()
-        array.header.stamp = rospy.Time.now()
-        array.status.append(DiagnosticStatus(level=DiagnosticStatus.WARN if level else DiagnosticStatus.OK,
-                                             name=f"{self.name}: {self.side} arm pose control", message=message,
-                                             hardware_id=f"{self.side}_arm",
-                                             values=[KeyValue(k, v) for k, v in values.items()]))
-        self.diag_pub.publish(array)
+            level, message, summary = self.core.summary(now, time.monotonic())
+            dropped = self.core.dropped
+            errors = dropped["error"] + dropped["solver"] + self.nan_out
+        values = self.stats.values(now, {"dropped": summary["targets_dropped"], "clamped": self.normalized,
+                                         "errors": errors, **summary})
+        return [status(f"{self.name}: {self.side} arm pose control", f"{self.side}_arm",
+                       DiagnosticStatus.WARN if level else DiagnosticStatus.OK, message, values)]
 
 
 def main() -> None:

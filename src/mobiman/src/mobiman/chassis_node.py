@@ -23,13 +23,15 @@ from typing import Any
 import numpy as np
 import rospy
 import tf2_ros
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import TransformStamped, Twist
 from hdas_msg.msg import controller_signal_stamped, motor_control
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
+from hdas.diagnostics import DiagnosticsPublisher, status
+from hdas.loop_stats import LoopStats
 from hdas.throttle import Throttle
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
 from mobiman.robot_model import RobotModel
@@ -78,8 +80,10 @@ class ChassisControlNode:
         self.rc_timeout = float(p.get("rc_timeout", 0.5))
         self.rc_gating = bool(p.get("rc_gating", True))
         self.rc_manager = str(p.get("rc_manager_node", "/r1_control_manager"))
-        self.counts = {"ticks": 0, "dropped": 0, "capped": 0, "vetoed": 0}
-        self.tick_times: list[float] = []
+        self.counts = {"ticks": 0, "dropped": 0, "capped": 0, "vetoed": 0, "bad_feedback": 0}
+        # one tick per feedback message: rate (ROS time), compute (the whole callback: odometry and
+        # control), latency = the feedback's stamp -> the motor_control publish
+        self.stats = LoopStats()
 
         self.cmd_pub = rospy.Publisher(p.get("motor_command_topic_name", "/motion_control/control_chassis"),
                                        motor_control, queue_size=1, tcp_nodelay=True)
@@ -90,7 +94,6 @@ class ChassisControlNode:
         self.odom_pub = rospy.Publisher(p.get("odom_topic", "/odom"), Odometry, queue_size=5) \
             if self.publish_odom else None
         self.tf = tf2_ros.TransformBroadcaster() if self.publish_odom and self.publish_tf else None
-        self.diag_pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
 
         rospy.Subscriber(p.get("current_motor_topic_name", "/hdas/feedback_chassis"), JointState,
                          self._on_feedback, queue_size=5, tcp_nodelay=True)
@@ -102,7 +105,7 @@ class ChassisControlNode:
         rospy.Subscriber(p.get("controller_topic", "/controller"), controller_signal_stamped, self._on_controller,
                          queue_size=5)
         rospy.Timer(rospy.Duration(0.05), self._watch)
-        rospy.Timer(rospy.Duration(1.0), self._diagnostics)
+        self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NAME)
         rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s; "
                       "one tick per chassis feedback message; waiting for chassis feedback")
 
@@ -156,10 +159,12 @@ class ChassisControlNode:
         self.rc_mode, self.rc_stamp = int(msg.data.mode), time.monotonic()
 
     def _on_feedback(self, msg: JointState) -> None:
+        t0 = time.perf_counter()
         angles = np.asarray(msg.position[:self.n], float)
         speeds = np.asarray(msg.velocity[:self.n], float)
         if angles.size != self.n or speeds.size != self.n or not (np.all(np.isfinite(angles))
                                                                    and np.all(np.isfinite(speeds))):
+            self.counts["bad_feedback"] += 1
             self.throttle(rospy.logerr, "feedback", f"{NAME}: chassis feedback with {len(msg.position)} positions, "
                           f"{len(msg.velocity)} velocities or non-finite values ignored")
             return
@@ -182,7 +187,9 @@ class ChassisControlNode:
         self.speed_pub.publish(out)
         if self.odom_pub is not None:
             self._publish_odom(msg.header.stamp if msg.header.stamp else rospy.Time.now(), twist)
-        self._tick(stamp, angles)
+        sent = self._tick(stamp, angles)
+        self.stats.tick(sent, time.perf_counter() - t0,
+                        sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
 
     def _publish_odom(self, stamp: rospy.Time, twist: tuple[float, float, float]) -> None:
         o = self.odom
@@ -217,9 +224,8 @@ class ChassisControlNode:
                 rospy.logwarn(f"{NAME}: no chassis feedback for {self.feedback_timeout} s; not commanding "
                               "(HDAS ramps the wheels to zero)")
 
-    def _tick(self, stamp: float, angles: np.ndarray) -> None:
-        """One control step on the feedback's stamp with its measured steering angles."""
-        t0 = time.perf_counter()
+    def _tick(self, stamp: float, angles: np.ndarray) -> float:
+        """One control step on the feedback's stamp with its measured steering angles; the command's stamp."""
         with self.lock:
             cmd = self.controller.step(stamp, angles)
         out = motor_control()
@@ -230,12 +236,11 @@ class ChassisControlNode:
         out.kp = out.kd = out.t_ff = [0.0] * self.n
         self.cmd_pub.publish(out)
         self.counts["ticks"] += 1
-        self.tick_times.append(time.perf_counter() - t0)
-        if len(self.tick_times) > 2000:
-            del self.tick_times[:1000]
+        return out.header.stamp.to_sec()
 
-    def _diagnostics(self, _event: Any) -> None:
-        st = DiagnosticStatus(name=f"{NAME}: chassis", hardware_id="chassis")
+    def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """The standard loop keys (hdas.loop_stats), the counters, then the controller's state."""
+        now = rospy.get_time()
         with self.lock:
             c = self.controller
             level, text = DiagnosticStatus.OK, "driving"
@@ -247,18 +252,14 @@ class ChassisControlNode:
                 text = "braked"
             elif c.timed_out:
                 text = "command stream stopped: decelerated to zero"
-            ticks = np.array(self.tick_times[-500:]) * 1e3
-            values = {"target": np.round(c.target, 3).tolist(), "commanded twist": np.round(c.twist, 3).tolist(),
+            counts = self.counts
+            values = {"dropped": counts["dropped"], "clamped": counts["capped"], "errors": counts["bad_feedback"],
+                      "target": np.round(c.target, 3).tolist(), "commanded twist": np.round(c.twist, 3).tolist(),
                       "measured twist": np.round(self.odom_twist, 3).tolist(),
                       "acceleration limits": list(c.acc), "brake mode": c.brake,
                       "odometry": [round(self.odom.x, 3), round(self.odom.y, 3), round(self.odom.yaw, 3)],
-                      "remote mode": self.rc_mode, **self.counts,
-                      "tick median [ms]": round(float(np.median(ticks)), 3) if ticks.size else None}
-        st.level, st.message = level, text
-        st.values = [KeyValue(k, str(v)) for k, v in values.items()]
-        arr = DiagnosticArray(status=[st])
-        arr.header.stamp = rospy.Time.now()
-        self.diag_pub.publish(arr)
+                      "remote mode": self.rc_mode, **counts}
+        return [status(f"{NAME}: chassis", "chassis", level, text, self.stats.values(now, values))]
 
 
 def main() -> None:

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import rospkg
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
+from hdas.diagnostics import DiagnosticsPublisher, status
+from hdas.loop_stats import LoopStats
 from hdas.throttle import Throttle
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
@@ -44,6 +46,8 @@ class Stream:
     last_ros: float = -1e9
     last_wall: float = -1e9
     last_error: str = ""
+    # one tick per pose published: rate (ROS time), compute, latency = feedback stamp -> pose publish
+    stats: LoopStats = field(default_factory=LoopStats)
 
 
 class EePoseNode:
@@ -80,10 +84,12 @@ class EePoseNode:
         self.merger: JointStateMerger | None = None
         self.merger_lock = threading.Lock()
         self.chassis_dropped = 0
+        # one tick per /joint_states message; latency = the oldest merged feedback's stamp -> the publish
+        self.joint_states_stats = LoopStats()
+        self.merged_stamps: dict[str, float] = {}   # source -> its latest feedback's stamp (ROS time)
         if bool(p.get("publish_joint_states", True)):
             self._start_joint_states(p)
-        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
-        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NODE)
 
     @staticmethod
     def _urdf(p: dict[str, Any]) -> str:
@@ -102,6 +108,7 @@ class EePoseNode:
 
     # -- poses -------------------------------------------------------------------------------
     def _on_feedback(self, msg: JointState, s: Stream) -> None:
+        t0 = time.perf_counter()
         try:
             q = group_positions(self.joint_groups[s.group], msg.name, msg.position, s.extra)
             if not (np.all(np.isfinite(msg.position)) and np.all(np.isfinite(msg.velocity))):
@@ -114,6 +121,7 @@ class EePoseNode:
         if self.merger is not None and msg.name:
             with self.merger_lock:
                 self.merger.add_group(msg.name, msg.position, msg.velocity)
+                self.merged_stamps[s.name] = msg.header.stamp.to_sec() or rospy.get_time()
         m = self.estimator.torso_pose(q) if s.name == "torso" else self.estimator.arm_pose(s.name, q)
         (x, y, z), (qx, qy, qz, qw) = se3_to_pose(m)
         out = PoseStamped()
@@ -124,6 +132,8 @@ class EePoseNode:
         s.pub.publish(out)
         s.published += 1
         s.last_ros, s.last_wall = rospy.get_time(), time.monotonic()
+        s.stats.tick(s.last_ros, time.perf_counter() - t0,
+                     s.last_ros - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
 
     # -- /joint_states -----------------------------------------------------------------------
     def _start_joint_states(self, p: dict[str, Any]) -> None:
@@ -148,39 +158,44 @@ class EePoseNode:
                           f"positions, {len(msg.velocity)} velocities or non-finite values ignored")
             return
         with self.merger_lock:
-            self.merger.add_chassis(msg.name, msg.position, msg.velocity,
-                                    msg.header.stamp.to_sec() or rospy.get_time())
+            stamp = msg.header.stamp.to_sec() or rospy.get_time()
+            self.merger.add_chassis(msg.name, msg.position, msg.velocity, stamp)
+            self.merged_stamps["chassis"] = stamp
 
     def _publish_joint_states(self, _event: Any) -> None:
+        t0 = time.perf_counter()
         with self.merger_lock:
             names, positions, velocities = self.merger.joint_state()
+            oldest = min(self.merged_stamps.values()) if self.merged_stamps else None
         if names:
             msg = JointState(name=names, position=positions, velocity=velocities)
             msg.header.stamp = rospy.Time.now()
             self.joint_states_pub.publish(msg)
+            sent = msg.header.stamp.to_sec()
+            self.joint_states_stats.tick(sent, time.perf_counter() - t0,
+                                         sent - oldest if oldest is not None else float("nan"))
 
     # -- supervision -------------------------------------------------------------------------
-    def _publish_diagnostics(self, _event: Any) -> None:
+    def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Per pose stream and for /joint_states: the standard loop keys (hdas.loop_stats), the
+        counters, then the stream's own values."""
         now, wall = rospy.get_time(), time.monotonic()
-        array = DiagnosticArray()
-        array.header.stamp = rospy.Time.now()
+        out = []
         for s in self.streams.values():
             # stale in ROS time *and* wall time: a simulated clock that jumps is not a silent driver
             stale = now - s.last_ros > self.feedback_timeout and wall - s.last_wall > self.feedback_timeout
             message = "no feedback yet" if s.published == 0 else ("feedback stale" if stale else "publishing")
-            values = {"published": s.published, "dropped": s.dropped, "last_error": s.last_error,
+            values = {"dropped": s.dropped, "published": s.published, "last_error": s.last_error,
                       "pose_topic": s.pub.resolved_name, "frame_id": s.frame_id}
             if s.published:
                 values["last_pose_age_s"] = f"{now - s.last_ros:.3f}"
-            array.status.append(DiagnosticStatus(level=DiagnosticStatus.WARN if stale else DiagnosticStatus.OK,
-                                                 name=f"{NODE}: {s.name}", message=message,
-                                                 values=[KeyValue(k, str(v)) for k, v in values.items()]))
+            out.append(status(f"{NODE}: {s.name}", s.group, DiagnosticStatus.WARN if stale else DiagnosticStatus.OK,
+                              message, s.stats.values(now, values)))
         if self.merger is not None:
-            array.status.append(DiagnosticStatus(
-                level=DiagnosticStatus.OK, name=f"{NODE}: joint_states",
-                message=f"{len(self.merger.positions)} joints",
-                values=[KeyValue("chassis_dropped", str(self.chassis_dropped))]))
-        self._diagnostics.publish(array)
+            values = {"dropped": self.chassis_dropped, "chassis_dropped": self.chassis_dropped}
+            out.append(status(f"{NODE}: joint_states", "joint_states", DiagnosticStatus.OK,
+                              f"{len(self.merger.positions)} joints", self.joint_states_stats.values(now, values)))
+        return out
 
 
 def main() -> None:

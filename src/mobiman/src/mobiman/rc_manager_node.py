@@ -13,11 +13,13 @@ from typing import Any
 
 import rospkg
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from hdas_msg.msg import controller_signal_stamped
 from sensor_msgs.msg import JointState
 
+from hdas.diagnostics import DiagnosticsPublisher, status
+from hdas.loop_stats import LoopStats
 from hdas.throttle import Throttle
 from mobiman.rc_manager import RcConfig, RcManager, Sticks
 from mobiman.robot_model import load_group_config
@@ -41,6 +43,10 @@ class RcManagerNode:
             Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
         self.joint_names, _ = load_group_config(groups_file)
         self.last_ros = self.last_wall = None
+        self.sample_stamp: float | None = None     # the last sample's header stamp (arrival when unstamped)
+        # one tick per loop step: rate (ROS time), compute, latency = the stick sample's stamp -> the
+        # Twist or joint targets published from it (n/a while nothing is published: host mode)
+        self.stats = LoopStats()
         self.received = self.dropped = self.twists = 0
         self.last_twist = None
         self.chassis_pub = rospy.Publisher(p.get("chassis_control_topic", "/motion_target/target_speed_chassis"),
@@ -54,13 +60,12 @@ class RcManagerNode:
                                                "/motion_target/target_joint_state_arm_right"), JointState, queue_size=3)}
         topic = p.get("sub_controller_topic", "/controller")
         rospy.Subscriber(topic, controller_signal_stamped, self._on_controller, queue_size=10)
-        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
         rate = float(p.get("rate_hz", 20.0))
         if not 0.0 < rate <= 200.0:
             rospy.logwarn(f"{NODE}: rate_hz {rate} out of (0, 200]; using 20")
             rate = 20.0
         rospy.Timer(rospy.Duration(1.0 / rate), self._tick)
-        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NODE)
         rospy.loginfo(f"{NODE}: {topic} -> {self.chassis_pub.resolved_name} at {rate:g} Hz (mode {cfg.drive_mode}: "
                       f"remote drives, mode {cfg.host_mode}: silent); gestures "
                       f"{', '.join(g.name for g in cfg.gestures) or 'none'}")
@@ -77,6 +82,7 @@ class RcManagerNode:
                 return
             self.received += 1
             self.last_ros, self.last_wall = rospy.get_time(), time.monotonic()
+            self.sample_stamp = self.last_ros if msg.header.stamp.is_zero() else msg.header.stamp.to_sec()
 
     def _age(self) -> float | None:
         """Age of the last sample; old only when old in ROS time *and* wall time (a simulated
@@ -86,8 +92,10 @@ class RcManagerNode:
         return min(rospy.get_time() - self.last_ros, time.monotonic() - self.last_wall)
 
     def _tick(self, _event: Any) -> None:
+        t0 = time.perf_counter()
         with self.lock:
             out = self.core.step(time.monotonic(), self._age())
+            sample = self.sample_stamp
         if out.twist is not None:
             t = Twist()
             t.linear.x, t.linear.y, t.angular.z = out.twist.linear_x, out.twist.linear_y, out.twist.angular_z
@@ -100,25 +108,26 @@ class RcManagerNode:
                              position=list(target.positions), velocity=list(target.velocities))
             msg.header.stamp = rospy.Time.now()
             self.target_pubs[target.group].publish(msg)
+        now = rospy.get_time()
+        published = out.twist is not None or bool(out.targets)
+        self.stats.tick(now, time.perf_counter() - t0,
+                        now - sample if published and sample is not None else float("nan"))
         if out.targets:
             rospy.loginfo(f"{NODE}: gesture: targets sent to " + ", ".join(
                 f"{t.group} {list(t.positions)}" for t in out.targets))
 
-    def _publish_diagnostics(self, _event: Any) -> None:
+    def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """The standard loop keys (hdas.loop_stats), the counters, then the manager's state."""
         with self.lock:
             state, sig, fired, age = self.core.state, self.core.signal, self.core.fired_count, self._age()
         level = DiagnosticStatus.OK if state in ("remote drives", "host in control") or state.startswith("gesture") \
             else DiagnosticStatus.WARN
         tw = self.last_twist
-        values = {"mode": "" if sig is None else sig.mode, "signal_age_s": "" if age is None else f"{age:.3f}",
-                  "received": self.received, "dropped": self.dropped, "twists_published": self.twists,
-                  "gestures_fired": fired,
+        values = {"dropped": self.dropped, "mode": "" if sig is None else sig.mode,
+                  "signal_age_s": "" if age is None else f"{age:.3f}", "received": self.received,
+                  "twists_published": self.twists, "gestures_fired": fired,
                   "last_twist": "" if tw is None else f"{tw.linear_x:.3f} {tw.linear_y:.3f} {tw.angular_z:.3f}"}
-        array = DiagnosticArray()
-        array.header.stamp = rospy.Time.now()
-        array.status.append(DiagnosticStatus(level=level, name=f"{NODE}: remote", message=state,
-                                             values=[KeyValue(k, str(v)) for k, v in values.items()]))
-        self._diagnostics.publish(array)
+        return [status(f"{NODE}: remote", "remote", level, state, self.stats.values(rospy.get_time(), values))]
 
 
 def main() -> None:

@@ -20,11 +20,13 @@ import numpy as np
 import pinocchio as pin
 import rospkg
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, Twist
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
+from hdas.diagnostics import DiagnosticsPublisher, status
+from hdas.loop_stats import LoopStats
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import TargetError, gravity_feedforward
 from mobiman.robot_model import RobotModel, load_group_config
@@ -64,14 +66,14 @@ class TorsoSpeedNode:
         self.measured: dict[str, np.ndarray] = {}      # latest measured positions of every group
         self.feedback_stamp, self.feedback_wall = -1e9, -1e9
         self.stale, self.stale_count, self.bad_feedback = False, 0, 0
-        self.tick_times: list[float] = []
+        # one tick per feedback message: rate (ROS time), compute, latency = the feedback's stamp ->
+        # the motor_control publish
+        self.stats = LoopStats()
         self.last_state: np.ndarray | None = None      # measured (x, z, pitch)
-        self._last_ticks: tuple[int, float] | None = None
 
         self.out = rospy.Publisher(p.get("command_topic", "/motion_control/control_torso"), motor_control,
                                    queue_size=1, tcp_nodelay=True)
         self.state_pub = rospy.Publisher("~torso_link3", PoseStamped, queue_size=1)
-        self.diag_pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
         rospy.Subscriber(p.get("speed_topic", "/motion_target/target_speed_torso"), Twist, self._on_speed,
                          queue_size=10, tcp_nodelay=True)
         rospy.Subscriber(p.get("target_topic", "/motion_target/target_joint_state_torso"), JointState,
@@ -82,7 +84,7 @@ class TorsoSpeedNode:
             rospy.Subscriber(p.get(f"{group}_feedback_topic", topic), JointState, self._on_arm_feedback, group,
                              queue_size=1)
         rospy.Timer(rospy.Duration(0.02), self._watch)
-        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
         rospy.loginfo(f"{self.name}: speed limit {cfg.max_speed} m/s, acceleration {cfg.max_acceleration} m/s², "
                       f"workspace x {list(cfg.workspace_x)} z {list(cfg.workspace_z)}, command timeout "
                       f"{cfg.command_timeout} s, gravity at the {gravity_at} torso posture; waiting for feedback")
@@ -149,9 +151,9 @@ class TorsoSpeedNode:
         self.out.publish(out)
         self._publish_state(msg.header.stamp, pose)
         self.last_state = state
-        self.tick_times.append(time.perf_counter() - t0)
-        if len(self.tick_times) > 5000:
-            del self.tick_times[:2500]
+        sent = out.header.stamp.to_sec()
+        self.stats.tick(sent, time.perf_counter() - t0,
+                        sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
 
     def _publish_state(self, stamp: rospy.Time, pose: pin.SE3) -> None:
         m = PoseStamped()
@@ -174,26 +176,20 @@ class TorsoSpeedNode:
                           f"{now - self.feedback_stamp:.3f} s (> {self.feedback_timeout} s): not publishing until "
                           f"it is back (HDAS holds the last command); {self.stale_count} times so far")
 
-    def _publish_diagnostics(self, _event: Any) -> None:
+    def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """The standard loop keys (hdas.loop_stats), the counters (dropped and clamped are the
+        controller's), then its state."""
+        now = rospy.get_time()
         with self.lock:
             stats, mode, v = dict(self.core.stats), self.core.mode, self.core.cartesian_velocity
             started = self.core.started
-        ticks = np.array(self.tick_times[-500:]) * 1e6 if self.tick_times else np.zeros(1)
-        now, rate = rospy.get_time(), 0.0
-        if self._last_ticks is not None and now > self._last_ticks[1]:
-            rate = (stats["ticks"] - self._last_ticks[0]) / (now - self._last_ticks[1])
-        self._last_ticks = (stats["ticks"], now)
         state = "waiting for feedback" if not started else ("feedback stale" if self.stale else mode)
         level = DiagnosticStatus.WARN if self.stale or not started else DiagnosticStatus.OK
-        values = {"rate_hz_ros_time": f"{rate:.1f}", "cartesian_velocity": np.round(v, 4).tolist(),
+        values = {"dropped": stats["dropped"], "clamped": stats["clamped"], "errors": self.bad_feedback,
+                  "cartesian_velocity": np.round(v, 4).tolist(),
                   "torso_link3_x_z_pitch": [] if self.last_state is None else np.round(self.last_state, 4).tolist(),
-                  "tick_us_median": f"{np.median(ticks):.0f}", "tick_us_p99": f"{np.percentile(ticks, 99):.0f}",
                   "stale_feedback_events": self.stale_count, "bad_feedback": self.bad_feedback, **stats}
-        array = DiagnosticArray()
-        array.header.stamp = rospy.Time.now()
-        array.status.append(DiagnosticStatus(level=level, name=f"{self.name}: torso speed control", message=state,
-                                             values=[KeyValue(k, str(val)) for k, val in values.items()]))
-        self.diag_pub.publish(array)
+        return [status(f"{self.name}: torso speed control", "torso", level, state, self.stats.values(now, values))]
 
 
 def main() -> None:

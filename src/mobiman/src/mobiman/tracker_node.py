@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 import rospkg
 import rospy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
+from hdas.diagnostics import DiagnosticsPublisher, status
+from hdas.loop_stats import LoopStats
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, TargetError, TrackerLimits,
                                    gravity_feedforward, mit_command, pid_command)
@@ -54,7 +56,10 @@ class Group:
     ticks: int = 0
     dropped: int = 0
     clamped: int = 0
-    tick_times: list[float] = field(default_factory=list)
+    bad_feedback: int = 0              # feedback messages ignored (wrong length, non-finite)
+    ruckig_errors: int = 0             # ticks on which Ruckig failed (the plan held at rest)
+    # one tick per feedback message: rate (ROS time), compute, latency = feedback stamp -> command
+    stats: LoopStats = field(default_factory=LoopStats)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -111,9 +116,8 @@ class JointTrackerNode:
                 topic = {"torso": "/hdas/feedback_torso"}.get(name)
                 if topic:
                     rospy.Subscriber(topic, JointState, self._on_other_feedback, name, queue_size=1)
-        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
         rospy.Timer(rospy.Duration(0.02), self._watch)
-        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name="r1_jointTracker_demo_node")
         rospy.loginfo("r1_jointTracker_demo_node: %s, %s output%s; waiting for feedback", ", ".join(self.groups),
                       self.mode, ", fast (fixed limits)" if fast else "")
 
@@ -147,6 +151,7 @@ class JointTrackerNode:
         n = len(g.tracker.names)
         q = np.asarray(msg.position[:n], float)
         if len(q) != n or not np.all(np.isfinite(q)):
+            g.bad_feedback += 1
             self.throttle(rospy.logerr, f"{g.name}/feedback", f"r1_jointTracker_demo_node: {g.name} feedback "
                           f"with {len(msg.position)} positions or non-finite values ignored")
             return
@@ -175,6 +180,8 @@ class JointTrackerNode:
                     g.paused += 1
             for _ in range(steps):
                 g.tracker.step()
+            if steps and g.tracker.last_error:
+                g.ruckig_errors += 1
             a = g.tracker.acceleration
             if self.mode == "mit":
                 posture = {**self.measured, g.name: g.tracker.position} if g.gravity_at_plan else self.measured
@@ -197,9 +204,9 @@ class JointTrackerNode:
                 lst.append(x)
         g.pub.publish(out)
         g.ticks += 1
-        g.tick_times.append(time.perf_counter() - t0)
-        if len(g.tick_times) > 5000:
-            del g.tick_times[:2500]
+        sent = out.header.stamp.to_sec()
+        g.stats.tick(sent, time.perf_counter() - t0,
+                     sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
 
     @staticmethod
     def _gravity_at(name: str, cfg: dict[str, Any]) -> bool:
@@ -266,20 +273,23 @@ class JointTrackerNode:
                               f"(> {self.feedback_timeout} s): not publishing until it is back (HDAS holds the "
                               f"last command); {g.stale_count} times so far")
 
-    def _publish_diagnostics(self, _event: Any) -> None:
-        array = DiagnosticArray()
-        array.header.stamp = rospy.Time.now()
+    def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Per group: the standard loop keys (hdas.loop_stats; a tick is one feedback message, its
+        latency the feedback's stamp to the motor_control publish, in ROS time), the counters."""
+        now = rospy.get_time()
+        out = []
         for g in self.groups.values():
-            ticks = np.array(g.tick_times[-500:]) * 1e6 if g.tick_times else np.zeros(1)
             state = "waiting for feedback" if not g.tracker.started else ("feedback stale" if g.stale else
                                                                           ("at target" if g.tracker.at_target else "moving"))
             level = DiagnosticStatus.WARN if g.stale or not g.tracker.started else DiagnosticStatus.OK
-            values = {"ticks": g.ticks, "tick_us_median": f"{np.median(ticks):.0f}",
-                      "tick_us_p99": f"{np.percentile(ticks, 99):.0f}", "targets_dropped": g.dropped,
-                      "targets_clamped": g.clamped, "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "following_error_pauses": g.paused, "ruckig_error": g.tracker.last_error or ""}
-            array.status.append(DiagnosticStatus(level=level, name=f"r1_jointTracker_demo_node: {g.name}",
-                                                 message=state, values=[KeyValue(k, str(v)) for k, v in values.items()]))
-        self._diagnostics.publish(array)
+            values = g.stats.values(now, {
+                "dropped": g.dropped, "clamped": g.clamped, "errors": g.bad_feedback + g.ruckig_errors,
+                "ticks": g.ticks, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
+                "bad_feedback": g.bad_feedback, "ruckig_error_ticks": g.ruckig_errors,
+                "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "following_error_pauses": g.paused,
+                "ruckig_error": g.tracker.last_error or ""})
+            out.append(status(f"r1_jointTracker_demo_node: {g.name}", g.name, level, state, values))
+        return out
 
 
 def main() -> None:
