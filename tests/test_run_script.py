@@ -1,4 +1,4 @@
-"""scripts/run brings the robot up, reports it, and stops cleanly on Ctrl-C."""
+"""scripts/run brings the whole stack up, waits for every topic, reports it, and stops cleanly on Ctrl-C."""
 from __future__ import annotations
 
 import os
@@ -35,13 +35,13 @@ def run_env() -> dict:
     return env
 
 
-def test_run_brings_description_up_and_stops_on_ctrl_c(run_env: dict) -> None:
+def test_run_brings_the_stack_up_and_stops_on_ctrl_c(run_env: dict) -> None:
     # A new session stands in for a terminal: Ctrl-C sends SIGINT to the foreground group.
     proc = subprocess.Popen([str(WS / "scripts" / "run")], env=run_env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines: list[str] = []
     try:
-        deadline = time.monotonic() + 300   # a starved shared machine brings HDAS up slowly
+        deadline = time.monotonic() + 900   # a starved shared machine brings the stack up slowly
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
             if not line:
@@ -51,6 +51,11 @@ def test_run_brings_description_up_and_stops_on_ctrl_c(run_env: dict) -> None:
                 break
         text = "".join(lines)
         assert "Ctrl-C to stop" in text, text
+        assert "topics live with their types" in text, text
+        for node in ("/HDAS", "/r1_sim", "/chassis_control_node", "/r1_jointTracker_demo_node",
+                     "/torso_speed_control", "/r1_left_arm_relaxed_ik", "/r1_right_arm_relaxed_ik",
+                     "/r1_eepose_pub_node", "/r1_control_manager", "/r1_sim_sensors"):
+            assert f"  {node}\n" in text, f"{node} not running:\n{text}"
         assert "TF: all" in text and "have a transform" in text, text
         assert "/robot_state_publisher" in text and "/joint_states" in text, text
         started = _descendants(proc.pid)

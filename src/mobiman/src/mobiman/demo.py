@@ -1,0 +1,333 @@
+"""The scripted demo of the whole stack (`scripts/run demo`, `rosrun mobiman r1_demo`).
+
+Drives a square with the chassis, lowers the torso and lifts it by torso speed control, reaches with
+both arms through the arm pose controllers, opens and closes both grippers, and measures each outcome
+on the robot's own feedback (and, in simulation, on the simulator's ground truth). It talks only to
+the guide's topics, as a user's program would, so it runs unchanged on the robot (where it moves the
+robot: clear the space first). The system rostest asserts the outcomes it returns.
+
+Every wait is a condition on the stack's clock (simulated time when /use_sim_time is set) bounded by a
+generous wall-clock timeout: on a loaded machine simulated time may run at a fifth of real time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import rospy
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float32
+
+TORSO_CROUCH = [1.0, -2.0, -1.0, 0.0]       # torso_link3 0.32 m below full height, pitch 0 (vendor-like posture)
+LEFT_REACH = (0.373, 0.637, 0.303, 0.0, 0.0, -0.028, 1.0)   # the guide's left-arm example (x y z qx qy qz qw)
+RIGHT_REACH = (0.373, -0.637, 0.303, 0.0, 0.0, 0.028, 1.0)  # its mirror image for the right arm
+
+
+@dataclass
+class Outcome:
+    """One measured result of the demo against what was asked."""
+
+    step: str
+    quantity: str
+    measured: float
+    expected: float
+    tolerance: float
+    unit: str
+
+    @property
+    def ok(self) -> bool:
+        return math.isfinite(self.measured) and abs(self.measured - self.expected) <= self.tolerance
+
+
+@dataclass
+class DemoConfig:
+    square_side: float = 1.0          # [m]
+    drive_speed: float = 0.4          # [m/s]
+    corner_tolerance: float = 0.03    # [m] on the robot's odometry, where the closed loop stops
+    lift_speed: float = 0.1           # [m/s] torso_link3 up
+    lift_time: float = 1.5            # [s] of the stack's clock
+    arm_tolerance: float = 0.005      # [m]
+    gripper_open: float = 80.0        # [mm]
+    gripper_closed: float = 10.0      # [mm]
+    wall_timeout: float = 600.0       # [s] per step
+    skip: Sequence[str] = field(default_factory=tuple)
+
+
+class _Latest:
+    def __init__(self, topic: str, cls: type):
+        self.msg: Any = None
+        self._lock = threading.Lock()
+        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=1)
+
+    def _cb(self, msg: Any) -> None:
+        with self._lock:
+            self.msg = msg
+
+    def get(self) -> Any:
+        with self._lock:
+            return self.msg
+
+
+def _planar(m: Odometry) -> np.ndarray:
+    q = m.pose.pose.orientation
+    yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+    return np.array([m.pose.pose.position.x, m.pose.pose.position.y, yaw])
+
+
+def _in_frame(origin: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """`pose` (x, y, yaw) in the frame of `origin`."""
+    c, s = math.cos(origin[2]), math.sin(origin[2])
+    d = pose[:2] - origin[:2]
+    dyaw = math.atan2(math.sin(pose[2] - origin[2]), math.cos(pose[2] - origin[2]))
+    return np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1], dyaw])
+
+
+def _pose_error(msg: PoseStamped, target: Sequence[float]) -> tuple[float, float]:
+    p, o = msg.pose.position, msg.pose.orientation
+    dp = float(np.linalg.norm(np.array([p.x, p.y, p.z]) - np.asarray(target[:3])))
+    r = Rotation.from_quat([o.x, o.y, o.z, o.w]).inv() * Rotation.from_quat(target[3:])
+    return dp, float(np.linalg.norm(r.as_rotvec()))
+
+
+class Demo:
+    """The demo's steps; each returns its outcomes. Needs the full stack (`roslaunch startup_config r1_stack.launch`)."""
+
+    def __init__(self, cfg: DemoConfig = DemoConfig(), log: Callable[[str], None] = print):
+        self.cfg, self.log = cfg, log
+        self.cmd_chassis = rospy.Publisher("/motion_target/target_speed_chassis", Twist, queue_size=5)
+        self.cmd_torso_speed = rospy.Publisher("/motion_target/target_speed_torso", Twist, queue_size=5)
+        self.cmd_torso = rospy.Publisher("/motion_target/target_joint_state_torso", JointState, queue_size=1)
+        self.cmd_pose = {s: rospy.Publisher(f"/motion_target/target_pose_arm_{s}", PoseStamped, queue_size=1)
+                         for s in ("left", "right")}
+        self.cmd_gripper = {s: rospy.Publisher(f"/motion_control/position_control_gripper_{s}", Float32,
+                                               queue_size=1) for s in ("left", "right")}
+        self.odom = _Latest("/odom", Odometry)
+        self.truth = _Latest("/sim/odom", Odometry)          # simulation only
+        self.torso_fb = _Latest("/hdas/feedback_torso", JointState)
+        self.base_pose = _Latest("/motion_control/pose_floating_base", PoseStamped)
+        self.ee = {s: _Latest(f"/motion_control/pose_ee_arm_{s}", PoseStamped) for s in ("left", "right")}
+        self.gripper = {s: _Latest(f"/hdas/feedback_gripper_{s}", JointState) for s in ("left", "right")}
+
+    # -- waiting on the stack's clock ---------------------------------------------------------------
+    def _until(self, done: Callable[[], bool], what: str, every: Callable[[], None] | None = None,
+               rate_hz: float = 20.0) -> None:
+        deadline = time.monotonic() + self.cfg.wall_timeout
+        period = 1.0 / rate_hz
+        while not done():
+            if rospy.is_shutdown():
+                raise RuntimeError("ROS shut down")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: not within {self.cfg.wall_timeout:.0f} s of wall time")
+            if every is not None:
+                every()
+            t = rospy.get_time()
+            while rospy.get_time() - t < period and time.monotonic() < deadline and not rospy.is_shutdown():
+                time.sleep(0.002)
+
+    def _for(self, seconds: float, every: Callable[[], None], rate_hz: float = 50.0) -> None:
+        start = rospy.get_time()
+        self._until(lambda: rospy.get_time() - start >= seconds, f"{seconds} s of the stack's clock", every, rate_hz)
+
+    def wait_ready(self) -> None:
+        """Every stream the demo reads is live."""
+        streams = {"/odom": self.odom, "/hdas/feedback_torso": self.torso_fb,
+                   "/motion_control/pose_floating_base": self.base_pose,
+                   **{f"/motion_control/pose_ee_arm_{s}": self.ee[s] for s in self.ee},
+                   **{f"/hdas/feedback_gripper_{s}": self.gripper[s] for s in self.gripper}}
+        for name, latest in streams.items():
+            self._until(lambda: latest.get() is not None, f"waiting for {name}")
+        time.sleep(1.0)   # our publishers connected
+
+    # -- steps --------------------------------------------------------------------------------------
+    def drive_square(self) -> list[Outcome]:
+        """A square of `square_side` on the robot's odometry (heading held), closed loop on /odom."""
+        side, v = self.cfg.square_side, self.cfg.drive_speed
+        start_odom = _planar(self.odom.get())
+        truth0 = self.truth.get()
+        start_truth = _planar(truth0) if truth0 is not None else None
+        corners = [(side, 0.0), (side, side), (0.0, side), (0.0, 0.0)]
+        truth_errors, odom_errors = [], []
+        for cx, cy in corners:
+            self.log(f"  chassis: to ({cx:.1f}, {cy:.1f}) m")
+
+            def error() -> np.ndarray:
+                here = _in_frame(start_odom, _planar(self.odom.get()))
+                return np.array([cx - here[0], cy - here[1], -here[2]]), here[2]
+
+            def steer() -> None:
+                (ex, ey, eyaw), yaw = error()
+                world = np.array([ex, ey]) * 1.5                      # P gain 1.5 1/s, capped at v
+                n = np.linalg.norm(world)
+                if n > v:
+                    world *= v / n
+                c, s = math.cos(yaw), math.sin(yaw)                  # into the body frame
+                t = Twist()
+                t.linear.x, t.linear.y = c * world[0] + s * world[1], -s * world[0] + c * world[1]
+                t.angular.z = float(np.clip(2.0 * eyaw, -0.5, 0.5))
+                self.cmd_chassis.publish(t)
+
+            self._until(lambda: np.hypot(*error()[0][:2]) < self.cfg.corner_tolerance, f"corner ({cx}, {cy})",
+                        steer)
+            self._stop_chassis()
+            here = _in_frame(start_odom, _planar(self.odom.get()))
+            odom_errors.append(float(np.hypot(cx - here[0], cy - here[1])))
+            if start_truth is not None:
+                t_here = _in_frame(start_truth, _planar(self.truth.get()))
+                truth_errors.append(float(np.hypot(cx - t_here[0], cy - t_here[1])))
+        path = 4.0 * side
+        out = [Outcome("drive square", "worst corner on odometry", max(odom_errors), 0.0,
+                       self.cfg.corner_tolerance + 0.02, "m")]
+        if truth_errors:
+            out.append(Outcome("drive square", "worst corner on ground truth", max(truth_errors), 0.0,
+                               0.02 * path + self.cfg.corner_tolerance, "m"))
+            out.append(Outcome("drive square", "closing error on ground truth", truth_errors[-1], 0.0,
+                               0.02 * path + self.cfg.corner_tolerance, "m"))
+        return out
+
+    def _stop_chassis(self) -> None:
+        def still() -> bool:
+            tw = self.odom.get().twist.twist
+            return math.hypot(tw.linear.x, tw.linear.y) < 0.01 and abs(tw.angular.z) < 0.02
+        self._until(still, "chassis stop", lambda: self.cmd_chassis.publish(Twist()))
+
+    def lift_torso(self) -> list[Outcome]:
+        """Crouch by a joint target, then lift torso_link3 at `lift_speed` for `lift_time` (torso speed control)."""
+        self.log(f"  torso: crouch to {TORSO_CROUCH}")
+        self.cmd_torso.publish(JointState(position=TORSO_CROUCH, velocity=[0.6] * 4))
+        self._until(lambda: np.max(np.abs(np.asarray(self.torso_fb.get().position[:4]) - TORSO_CROUCH)) < 0.02,
+                    "torso crouch")
+        self._settle_torso()
+        z0, pitch0 = self._torso_height_pitch()
+        self.log(f"  torso: lift at {self.cfg.lift_speed} m/s for {self.cfg.lift_time} s")
+        lift = Twist()
+        lift.linear.z = self.cfg.lift_speed
+        self._for(self.cfg.lift_time, lambda: self.cmd_torso_speed.publish(lift))
+        self._for(0.5, lambda: self.cmd_torso_speed.publish(Twist()))  # ramp down, then the stream stops
+        self._settle_torso()
+        z1, pitch1 = self._torso_height_pitch()
+        expected = self.cfg.lift_speed * self.cfg.lift_time
+        return [Outcome("lift torso", "torso height gained", z1 - z0, expected, 0.1 * expected + 0.005, "m"),
+                Outcome("lift torso", "pitch change", pitch1 - pitch0, 0.0, 0.03, "rad")]
+
+    def _torso_height_pitch(self) -> tuple[float, float]:
+        m = self.base_pose.get()
+        o = m.pose.orientation
+        pitch = Rotation.from_quat([o.x, o.y, o.z, o.w]).as_euler("ZYX")[1]
+        return m.pose.position.z, float(pitch)
+
+    def _settle_torso(self) -> None:
+        state = {"z": None, "t": None}
+
+        def settled() -> bool:
+            z = self.base_pose.get().pose.position.z
+            now = rospy.get_time()
+            if state["z"] is None or abs(z - state["z"]) > 0.001:
+                state["z"], state["t"] = z, now
+                return False
+            return now - state["t"] > 0.5
+        self._until(settled, "torso settling")
+
+    def reach(self) -> list[Outcome]:
+        """Both grippers to poses in torso_link4, streamed at 10 Hz until the measured poses arrive."""
+        targets = {"left": LEFT_REACH, "right": RIGHT_REACH}
+        self.log("  arms: reach " + ", ".join(f"{s} {t[:3]}" for s, t in targets.items()))
+
+        def stream() -> None:
+            for side, t in targets.items():
+                m = PoseStamped()
+                m.header.stamp = rospy.Time.now()
+                m.header.frame_id = "torso_link4"
+                (m.pose.position.x, m.pose.position.y, m.pose.position.z,
+                 m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w) = t
+                self.cmd_pose[side].publish(m)
+
+        def arrived() -> bool:
+            return all(_pose_error(self.ee[s].get(), targets[s])[0] < 0.5 * self.cfg.arm_tolerance for s in targets)
+
+        try:
+            self._until(arrived, "arms reaching", stream, rate_hz=10.0)
+        except TimeoutError:
+            pass                      # judged below, on what was reached
+        self._for(1.0, stream, rate_hz=10.0)
+        out = []
+        for side, t in targets.items():
+            dp, dr = _pose_error(self.ee[side].get(), t)
+            out.append(Outcome("reach", f"{side} gripper position error", dp, 0.0, self.cfg.arm_tolerance, "m"))
+            out.append(Outcome("reach", f"{side} gripper orientation error", dr, 0.0, 0.02, "rad"))
+        return out
+
+    def grippers(self) -> list[Outcome]:
+        """Open both grippers, then close them, by stroke targets in mm."""
+        out = []
+        for label, stroke in (("open", self.cfg.gripper_open), ("close", self.cfg.gripper_closed)):
+            self.log(f"  grippers: {label} to {stroke:.0f} mm")
+
+            def send(stroke=stroke) -> None:
+                for pub in self.cmd_gripper.values():
+                    pub.publish(Float32(stroke))
+
+            def there(stroke=stroke) -> bool:
+                return all(abs(g.get().position[0] - stroke) < 2.0 for g in self.gripper.values())
+            try:
+                self._until(there, f"grippers {label}", send, rate_hz=10.0)
+            except TimeoutError:
+                pass
+            self._for(0.5, send, rate_hz=10.0)
+            for side, g in self.gripper.items():
+                out.append(Outcome(f"gripper {label}", f"{side} stroke", float(g.get().position[0]), stroke, 3.0,
+                                   "mm"))
+        return out
+
+    def run(self) -> list[Outcome]:
+        self.wait_ready()
+        steps = [("drive", self.drive_square), ("torso", self.lift_torso), ("arms", self.reach),
+                 ("grippers", self.grippers)]
+        outcomes: list[Outcome] = []
+        for name, step in steps:
+            if name in self.cfg.skip:
+                continue
+            self.log(f"{name}:")
+            t0, s0 = time.monotonic(), rospy.get_time()
+            outcomes += step()
+            self.log(f"  done in {rospy.get_time() - s0:.1f} s of the stack's clock "
+                     f"({time.monotonic() - t0:.1f} s wall)")
+        return outcomes
+
+
+def table(outcomes: Sequence[Outcome]) -> str:
+    rows = [("step", "quantity", "measured", "expected", "tolerance", "ok")]
+    for o in outcomes:
+        rows.append((o.step, o.quantity, f"{o.measured:.4f} {o.unit}", f"{o.expected:.4f} {o.unit}",
+                     f"±{o.tolerance:.4f}", "yes" if o.ok else "NO"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", help="write the outcomes to this file")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["drive", "torso", "arms", "grippers"])
+    ap.add_argument("--square-side", type=float, default=DemoConfig.square_side)
+    args = ap.parse_args(rospy.myargv(argv if argv is not None else sys.argv)[1:])
+    rospy.init_node("r1_demo", anonymous=True)
+    demo = Demo(DemoConfig(square_side=args.square_side, skip=tuple(args.skip)))
+    outcomes = demo.run()
+    print(table(outcomes))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{**asdict(o), "ok": o.ok} for o in outcomes], f, indent=1)
+    ok = all(o.ok for o in outcomes)
+    print("demo: " + ("every outcome within tolerance" if ok else "SOME OUTCOMES OUT OF TOLERANCE"))
+    return 0 if ok else 1

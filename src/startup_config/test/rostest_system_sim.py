@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The whole R1 stack on the simulated robot, as a user sees it (issue: full bring-up).
+
+1. Every topic of config/r1_topics.yaml (the guide's HDAS, motion control, pose estimation and sensor
+   topics, /odom, /diagnostics) is published with its type, and every stream delivers.
+2. The scripted demo (mobiman.demo: drive a square, lift the torso, reach with both arms, open and close
+   the grippers) meets every outcome within its tolerance: chassis displacement on ground truth, torso
+   height, both gripper poses, gripper strokes.
+3. Every node of ours publishes /diagnostics, and its statuses arrive with the standard loop keys.
+"""
+import time
+import unittest
+
+import rosgraph
+import rospy
+import rostest
+from diagnostic_msgs.msg import DiagnosticArray
+
+from mobiman.demo import Demo, DemoConfig, table
+from r1_startup.topics import TopicWatcher, load_topics
+from r1_startup.wait_stack import default_topics_file
+
+NOT_OURS = {"/rosout", "/robot_state_publisher"}     # ROS's own nodes (C++), no /diagnostics of theirs
+
+
+class SystemSimTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_system_sim", anonymous=True)
+        cls.specs = load_topics(default_topics_file())
+        cls.watcher = TopicWatcher(cls.specs)
+        cls.status: dict[str, dict[str, str]] = {}
+        rospy.Subscriber("/diagnostics", DiagnosticArray, cls._on_diagnostics, queue_size=50)
+
+    @classmethod
+    def _on_diagnostics(cls, msg):
+        for s in msg.status:
+            cls.status[s.name] = {kv.key: kv.value for kv in s.values}
+
+    def test_a_every_topic_with_its_type(self):
+        found = self.watcher.wait(900, log=rospy.loginfo)   # simulated time may run at 20 % of real time
+        self.assertEqual(found, [], "topics not right:\n" + "\n".join(found))
+
+    def test_b_the_demo_meets_every_outcome(self):
+        self.assertEqual(self.watcher.wait(900), [])
+        outcomes = Demo(DemoConfig(wall_timeout=900), log=rospy.loginfo).run()
+        rospy.loginfo("demo outcomes:\n" + table(outcomes))
+        steps = {o.step for o in outcomes}
+        self.assertEqual(steps, {"drive square", "lift torso", "reach", "gripper open", "gripper close"})
+        self.assertTrue(any("ground truth" in o.quantity for o in outcomes), "no ground truth in simulation?")
+        bad = [o for o in outcomes if not o.ok]
+        self.assertEqual(bad, [], "out of tolerance:\n" + table(bad))
+
+    def test_c_every_node_reports_on_diagnostics(self):
+        master = rosgraph.Master(rospy.get_name())
+        deadline = time.monotonic() + 300
+        while True:
+            pubs, _, _ = master.getSystemState()
+            nodes = {n for _, ns in pubs for n in ns} - NOT_OURS - {rospy.get_name()}
+            reporting = set(next((ns for t, ns in pubs if t == "/diagnostics"), []))
+            silent = sorted(nodes - reporting)
+            if not silent or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+        self.assertEqual(silent, [], "nodes that do not publish /diagnostics")
+        # the statuses themselves: at least one per node family, each with the standard loop keys
+        families = ("HDAS: bus", "r1_sim: ", "r1_sim_sensors: ", "r1_jointTracker_demo_node: ", "chassis_control_node: ",
+                    "/torso_speed_control: ", "fk_calculator: ", "r1_control_manager: ",
+                    "/r1_left_arm_relaxed_ik: ", "/r1_right_arm_relaxed_ik: ")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            missing = [f for f in families if not any(name.startswith(f) for name in self.status)]
+            if not missing:
+                break
+            time.sleep(1.0)
+        self.assertEqual(missing, [], f"no statuses from {missing}; seen {sorted(self.status)}")
+        for name, values in self.status.items():
+            self.assertIn("rate_hz", values, f"{name} lacks the standard loop keys")
+
+
+if __name__ == "__main__":
+    rostest.rosrun("startup_config", "system_sim", SystemSimTest)
