@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Window HDAS: the driver.
 #   R1_SIM=1  the simulated robot: roslaunch HDAS r1_sim.launch (its own bus namespace per boot;
-#             R1_SIM_LAUNCH_ARGS adds arguments, e.g. light:=true on a small machine)
+#             R1_SIM_LAUNCH_ARGS adds arguments; unset, light:=true below 4 cores)
 #   else      the robot: brings can0..can3 (the channels of config/r1_buses_robot.yaml, or
 #             R1_CAN_CHANNELS) up at 1 Mbit/s when they are down, then roslaunch HDAS r1.launch
 set -eo pipefail
@@ -12,6 +12,9 @@ R1_LOG_TAG=HDAS
 if [ "${R1_SIM:-0}" = 1 ]; then
   r1_wait_master
   ns="${R1_SIM_NAMESPACE:-boot_${R1_BOOT_ID:-$$}}"
+  # Below 4 cores the stock bus rates starve the simulator (docs/stack.md "Profiles"): the light
+  # profile, as scripts/run, unless R1_SIM_LAUNCH_ARGS says otherwise (e.g. "light:=false").
+  if [ -z "${R1_SIM_LAUNCH_ARGS+x}" ] && [ "$(nproc)" -lt 4 ]; then R1_SIM_LAUNCH_ARGS="light:=true"; fi
   r1_say "roslaunch HDAS r1_sim.launch sim_namespace:=$ns ${R1_SIM_LAUNCH_ARGS:-}"
   # shellcheck disable=SC2086
   exec roslaunch HDAS r1_sim.launch sim_namespace:="$ns" ${R1_SIM_LAUNCH_ARGS:-}

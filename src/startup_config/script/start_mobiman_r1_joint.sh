@@ -8,5 +8,6 @@ R1_LOG_TAG=mobiman_joint
 r1_wait_master
 r1_say "waiting for the driver /HDAS"
 r1_wait_node /HDAS
-r1_say "roslaunch mobiman r1_jointTrackerdemo.launch"
-exec roslaunch mobiman r1_jointTrackerdemo.launch
+# The chassis pane's pose estimator publishes /joint_states (the vendor's split): one publisher only.
+r1_say "roslaunch mobiman r1_jointTrackerdemo.launch feedback_joint_states:=false"
+exec roslaunch mobiman r1_jointTrackerdemo.launch feedback_joint_states:=false
