@@ -233,6 +233,20 @@ def gravity_feedforward(model: RobotModel, feedback: Mapping[str, Sequence[float
     return tau
 
 
+def friction_feedforward(velocity: Sequence[float], coulomb: Sequence[float], viscous: Sequence[float],
+                         smoothing: float = 0.02) -> np.ndarray:
+    """Torque that cancels a joint friction model at the commanded velocity.
+
+    coulomb·tanh(v/smoothing) + viscous·v: the tanh makes the Coulomb part continuous through zero
+    velocity (`smoothing` [rad/s] sets how fast it builds up), so a joint at rest gets nothing and a
+    reversal does not kick. Without it a stiff-but-finite servo lags by friction/kp on every move.
+    """
+    v = np.asarray(velocity, dtype=float)
+    if smoothing <= 0:
+        raise ValueError(f"smoothing must be positive, got {smoothing}")
+    return np.asarray(coulomb, float) * np.tanh(v / smoothing) + np.asarray(viscous, float) * v
+
+
 @dataclass(frozen=True)
 class MitGains:
     """Per-joint stiffness and damping of the motors' MIT (impedance) mode."""

@@ -28,7 +28,7 @@ from sensor_msgs.msg import JointState
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.throttle import Throttle
-from mobiman.joint_tracker import TargetError, gravity_feedforward
+from mobiman.joint_tracker import TargetError, friction_feedforward, gravity_feedforward
 from mobiman.robot_model import RobotModel, load_group_config
 from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
 
@@ -62,6 +62,14 @@ class TorsoSpeedNode:
         self.kd = np.array(p.get("kd", [5.0, 5.0, 5.0, 3.0]), float)
         if self.kp.shape != (4,) or self.kd.shape != (4,):
             raise SystemExit(f"{self.name}: kp and kd need 4 entries each")
+        self.friction_coulomb = np.array(p.get("friction_coulomb", [0.0] * 4), float)
+        self.friction_viscous = np.array(p.get("friction_viscous", [0.0] * 4), float)
+        self.friction_smoothing = float(p.get("friction_smoothing", 0.02))
+        if (self.friction_coulomb.shape != (4,) or self.friction_viscous.shape != (4,)
+                or np.any(self.friction_coulomb < 0) or np.any(self.friction_viscous < 0)
+                or not self.friction_smoothing > 0):
+            raise SystemExit(f"{self.name}: friction_coulomb and friction_viscous need 4 non-negative entries "
+                             "each, friction_smoothing a positive value")
         self.lock = threading.Lock()                   # the core and the pinocchio data
         self.measured: dict[str, np.ndarray] = {}      # latest measured positions of every group
         self.feedback_stamp, self.feedback_wall = -1e9, -1e9
@@ -137,6 +145,8 @@ class TorsoSpeedNode:
             posture = {**self.measured, "torso": cmd.position} if self.gravity_at_plan else dict(self.measured)
             t_ff = gravity_feedforward(self.model, posture, "torso", cmd.acceleration if self.inertial else None,
                                        self.inertial)
+            t_ff += friction_feedforward(cmd.velocity, self.friction_coulomb, self.friction_viscous,
+                                         self.friction_smoothing)
             pose = self.core.frame_pose(q)
             state = self.core.state_of(pose)
         if first:

@@ -427,3 +427,16 @@ def test_mit_and_pid_commands(r1: RobotModel) -> None:
         mit_command(t, MitGains(kp=[1] * 5, kd=[1] * 6), t_ff)
     with pytest.raises(ValueError):
         pid_command(t, [0.5] * 7)
+
+
+def test_friction_feedforward_cancels_coulomb_and_viscous_continuously():
+    from mobiman.joint_tracker import friction_feedforward
+    coulomb, viscous = [1.0, 0.5], [2.0, 0.0]
+    assert np.allclose(friction_feedforward([0.0, 0.0], coulomb, viscous), 0.0)        # at rest: nothing
+    fast = friction_feedforward([0.5, -0.5], coulomb, viscous, smoothing=0.02)
+    assert np.allclose(fast, [1.0 + 1.0, -0.5], atol=1e-6)                          # full Coulomb + viscous
+    v = np.linspace(-0.01, 0.01, 201)                                                 # continuous through 0
+    tau = np.array([friction_feedforward([x, x], coulomb, viscous)[0] for x in v])
+    assert np.max(np.abs(np.diff(tau))) < 0.01
+    with pytest.raises(ValueError):
+        friction_feedforward([0.1], [1.0], [0.0], smoothing=0.0)
