@@ -82,6 +82,13 @@ class TopicWatcher:
         self._subs = [rospy.Subscriber(s.name, rospy.AnyMsg, self._cb, s.name, queue_size=50)
                       for s in self.specs if s.kind == "stream"]
 
+    def close(self) -> None:
+        """Unsubscribe. rospy keeps one subscription per topic and process, typed by its first subscriber:
+        a typed subscriber of the same topic in this process gets messages only after this."""
+        for sub in self._subs:
+            sub.unregister()
+        self._subs = []
+
     def _cb(self, msg, topic: str) -> None:
         now = self._rospy.get_time()
         with self._lock:
