@@ -15,12 +15,14 @@ import rosnode
 import rospy
 import rostest
 import rospkg
+from diagnostic_msgs.msg import DiagnosticArray
 from hdas_msg.msg import bms, controller_signal_stamped, feedback_status, motor_control
 from hdas_msg.srv import FunctionFrame
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float32
 
+from hdas.loop_stats import STANDARD_KEYS
 from mobiman.robot_model import RobotModel, load_group_config
 from mobiman.ros_testing import Latest
 from r1_sim.srv import InjectFault
@@ -44,6 +46,7 @@ class HdasSimTest(unittest.TestCase):
         cls.controller = Latest("/controller", controller_signal_stamped)
         cls.odom = Latest("/sim/odom", Odometry)
         cls.truth = Latest("/sim/joint_states", JointState)
+        cls.diagnostics = Latest("/diagnostics", DiagnosticArray)
         cls.pub = {name: rospy.Publisher(f"/motion_control/{name}", motor_control, queue_size=1) for name in (
             "control_arm_left", "control_arm_right", "control_torso", "control_chassis", "control_gripper_left")}
         cls.stroke = rospy.Publisher("/motion_control/position_control_gripper_left", Float32, queue_size=1)
@@ -213,6 +216,12 @@ class HdasSimTest(unittest.TestCase):
         self.assertIn("/HDAS", rosnode.get_node_names())
         # a NaN or short command executed would swing the arm by a radian or more
         self.assertLess(np.max(np.abs(self.arm_left() - home)), 0.1)
+        # counted in the bus's diagnostics, beside the standard keys of every node (docs/diagnostics.md)
+        bus = lambda m: {kv.key: kv.value for s in m.status if s.name == "HDAS: bus left_arm" for kv in s.values}
+        values = bus(self.diagnostics.wait(120, lambda m: int(bus(m).get("dropped", 0)) > 0))
+        for key in (*STANDARD_KEYS, "clamped", "errors", "load_percent"):
+            self.assertIn(key, values)
+        self.assertGreater(float(values["rate_hz"]), 0.0)
 
     def test_chassis_stream_stop_stops_wheels(self):
         odom0 = self.odom.wait()
