@@ -16,7 +16,7 @@ import numpy as np
 import rospy
 import rostest
 from geometry_msgs.msg import Twist
-from hdas_msg.msg import controller_signal
+from hdas_msg.msg import controller_signal, motor_control
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -104,23 +104,35 @@ class ChassisSimTest(unittest.TestCase):
         self.drive(twist(vx=1e-3), 1.0)            # modules straight first: this measures the drive
         self.wait_stopped()
         truth = Recorder("/sim/odom", Odometry)
+        commands = Recorder("/motion_control/control_chassis", motor_control)
         truth.start()
+        commands.start()
         t0 = rospy.get_time()
         self.drive(twist(vx=0.5), 2.5)
         items = truth.stop()
+        sent = commands.stop()
         stamps = np.array([m.header.stamp.to_sec() - t0 for _, m in items])
         vx = np.array([m.twist.twist.linear.x for _, m in items])
         poses = np.array([planar(m) for _, m in items])
-        # the acceleration: slope of the measured speed between 30 % and 90 % of 0.5 m/s (below,
-        # the wheel's velocity loop is still catching up with the ramp: a first-order lag)
-        rising = (vx > 0.15) & (vx < 0.45) & (stamps < 1.0)
-        self.assertGreaterEqual(rising.sum(), 3, f"too few samples on the ramp: {vx[:40].round(3)}")
-        slope = np.polyfit(stamps[rising], vx[rising], 1)[0]
-        reached = stamps[np.argmax(vx >= 0.5 * 0.98)]
-        rospy.loginfo(f"chassis: vx ramp {slope:.2f} m/s² (limit {ACC_X}), 98 % of 0.5 m/s after {reached:.3f} s "
-                      f"(ideal {0.5 / ACC_X:.3f} s + the loop's delay)")
-        self.assertAlmostEqual(slope, ACC_X, delta=0.1 * ACC_X)
-        self.assertLess(reached, 0.5 / ACC_X + 0.1)
+        # the controller: the commanded wheel speeds (straight modules: each = vx) ramp at the limit
+        c_t = np.array([m.header.stamp.to_sec() - t0 for _, m in sent])
+        c_v = np.array([np.mean(m.v_des) for _, m in sent])
+        ramp = (c_v > 0.05) & (c_v < 0.45) & (c_t < 1.0)
+        self.assertGreaterEqual(ramp.sum(), 3, f"too few commands on the ramp: {c_v[:40].round(3)}")
+        commanded_slope = np.polyfit(c_t[ramp], c_v[ramp], 1)[0]
+        self.assertAlmostEqual(commanded_slope, ACC_X, delta=0.03 * ACC_X, msg="commanded ramp")
+        # the robot (ground truth): from its first motion to 98 % of 0.5 m/s in the time the limit implies
+        # (±10 %); the motion starts one loop delay late, and the simulated wheels' speed loop
+        # lags, then catches up (mid-ramp slope up to ~1.1× the limit, ~8 % overshoot that decays)
+        moving = stamps[np.argmax(vx >= 0.01)]
+        reached = stamps[np.argmax(vx >= 0.49)]
+        ideal = (0.49 - 0.01) / ACC_X
+        rospy.loginfo(f"chassis: commanded ramp {commanded_slope:.3f} m/s² (limit {ACC_X}); ground truth from "
+                      f"0.01 to 0.49 m/s in {reached - moving:.3f} s (ideal {ideal:.3f} s), moving "
+                      f"{moving:.3f} s after the command, peak {vx.max():.3f} m/s")
+        self.assertAlmostEqual(reached - moving, ideal, delta=0.1 * ideal, msg="time to reach 0.5 m/s")
+        self.assertLess(moving, 0.1, "the chassis started late")
+        self.assertLess(vx.max(), 0.5 * 1.1, "overshoot")
         steady = vx[stamps > 1.0]
         self.assertLess(np.max(np.abs(steady - 0.5)), 0.01, "steady speed")
         rel = relative(poses[0], poses[-1])
