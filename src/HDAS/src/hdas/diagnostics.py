@@ -16,6 +16,8 @@ from typing import Any, Callable, Mapping
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from hdas.ros_io import QuietPublisher
+
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 
 
@@ -32,7 +34,7 @@ class DiagnosticsPublisher:
         self.build = build
         self.period = period
         self.name = name
-        self.pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        self.pub = QuietPublisher("/diagnostics", DiagnosticArray, queue_size=2)
         self.thread = threading.Thread(target=self._run, name="diagnostics", daemon=True)
         self.thread.start()
 

@@ -23,6 +23,7 @@ from hdas.bus import DriverBus, open_bus
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
+from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
 from hdas.urdf_limits import limit_arrays, read_limits
 
@@ -119,7 +120,7 @@ class HdasNode:
 
     # -- wiring ------------------------------------------------------------------------------
     def _pub(self, param: str, cls: type, queue: int = 10) -> rospy.Publisher:
-        return rospy.Publisher(self.topics[param], cls, queue_size=queue)
+        return QuietPublisher(self.topics[param], cls, queue_size=queue)
 
     def _wire_groups(self) -> None:
         for name, group in self.groups.items():

@@ -25,6 +25,7 @@ from std_msgs.msg import Float64MultiArray
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
+from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
 from mobiman.arm_ik_stream import (READY_PENDING, ArmPoseStream, Dropped, StreamConfig, compose, format_pose,
                                    is_base_frame, pose_to_se3)
@@ -58,9 +59,9 @@ class ArmIkNode:
         self.lock = threading.Lock()
         self.tf_buffer = tf2_ros.Buffer(rospy.Duration(10.0))
         self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
-        self.out = rospy.Publisher(p.get("joint_target_topic", f"/motion_target/target_joint_state_arm_{side}"),
+        self.out = QuietPublisher(p.get("joint_target_topic", f"/motion_target/target_joint_state_arm_{side}"),
                                    JointState, queue_size=1, tcp_nodelay=True)
-        self.err_pub = rospy.Publisher(p.get("error_topic", f"/motion_target/ik_error_arm_{side}"),
+        self.err_pub = QuietPublisher(p.get("error_topic", f"/motion_target/ik_error_arm_{side}"),
                                        Float64MultiArray, queue_size=1)
         # one tick per joint target published for a pose: rate (ROS time), compute = the solve,
         # latency = the pose's stamp (its arrival when unstamped) -> the joint target's publish

@@ -32,6 +32,7 @@ from std_msgs.msg import Bool
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
+from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
 from mobiman.robot_model import RobotModel
@@ -85,13 +86,13 @@ class ChassisControlNode:
         # control), latency = the feedback's stamp -> the motor_control publish
         self.stats = LoopStats()
 
-        self.cmd_pub = rospy.Publisher(p.get("motor_command_topic_name", "/motion_control/control_chassis"),
+        self.cmd_pub = QuietPublisher(p.get("motor_command_topic_name", "/motion_control/control_chassis"),
                                        motor_control, queue_size=1, tcp_nodelay=True)
-        self.speed_pub = rospy.Publisher("/motion_control/chassis_speed", Twist, queue_size=1)
+        self.speed_pub = QuietPublisher("/motion_control/chassis_speed", Twist, queue_size=1)
         self.publish_odom = bool(p.get("publish_odom", True))
         self.publish_tf = bool(p.get("publish_odom_tf", True))
         self.odom_frame = str(p.get("odom_frame", "odom"))
-        self.odom_pub = rospy.Publisher(p.get("odom_topic", "/odom"), Odometry, queue_size=5) \
+        self.odom_pub = QuietPublisher(p.get("odom_topic", "/odom"), Odometry, queue_size=5) \
             if self.publish_odom else None
         self.tf = tf2_ros.TransformBroadcaster() if self.publish_odom and self.publish_tf else None
 

@@ -24,6 +24,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
+from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
@@ -73,7 +74,7 @@ class EePoseNode:
                 ("right", "right_arm", 1, "right_arm_feedback_topic", "/hdas/feedback_arm_right",
                  "right_ee_pose_topic", "/motion_control/pose_ee_arm_right", frames.floating_base))
         for name, group, extra, in_param, in_default, out_param, out_default, frame_id in spec:
-            s = Stream(name, group, extra, rospy.Publisher(p.get(out_param, out_default), PoseStamped,
+            s = Stream(name, group, extra, QuietPublisher(p.get(out_param, out_default), PoseStamped,
                                                            queue_size=10, tcp_nodelay=True), frame_id)
             self.streams[name] = s
             rospy.Subscriber(p.get(in_param, in_default), JointState, self._on_feedback, s, queue_size=10,
@@ -139,7 +140,7 @@ class EePoseNode:
     def _start_joint_states(self, p: dict[str, Any]) -> None:
         wheels = list(p.get("wheel_joints", self.joint_groups.get("chassis_wheels", [])))
         self.merger = JointStateMerger(wheels, float(p.get("wheel_radius", 0.07)))
-        self.joint_states_pub = rospy.Publisher(p.get("joint_states_topic", "/joint_states"), JointState,
+        self.joint_states_pub = QuietPublisher(p.get("joint_states_topic", "/joint_states"), JointState,
                                                 queue_size=1)
         rospy.Subscriber(p.get("chassis_feedback_topic", "/hdas/feedback_chassis"), JointState, self._on_chassis,
                          queue_size=1)

@@ -20,6 +20,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
+from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
 from mobiman.rc_manager import RcConfig, RcManager, Sticks
 from mobiman.robot_model import load_group_config
@@ -49,14 +50,14 @@ class RcManagerNode:
         self.stats = LoopStats()
         self.received = self.dropped = self.twists = 0
         self.last_twist = None
-        self.chassis_pub = rospy.Publisher(p.get("chassis_control_topic", "/motion_target/target_speed_chassis"),
+        self.chassis_pub = QuietPublisher(p.get("chassis_control_topic", "/motion_target/target_speed_chassis"),
                                            Twist, queue_size=1)
         self.target_pubs = {
-            "torso": rospy.Publisher(p.get("torso_control_topic", "/motion_target/target_joint_state_torso"),
+            "torso": QuietPublisher(p.get("torso_control_topic", "/motion_target/target_joint_state_torso"),
                                      JointState, queue_size=3),
-            "left_arm": rospy.Publisher(p.get("left_arm_control_topic", "/motion_target/target_joint_state_arm_left"),
+            "left_arm": QuietPublisher(p.get("left_arm_control_topic", "/motion_target/target_joint_state_arm_left"),
                                         JointState, queue_size=3),
-            "right_arm": rospy.Publisher(p.get("right_arm_control_topic",
+            "right_arm": QuietPublisher(p.get("right_arm_control_topic",
                                                "/motion_target/target_joint_state_arm_right"), JointState, queue_size=3)}
         topic = p.get("sub_controller_topic", "/controller")
         rospy.Subscriber(topic, controller_signal_stamped, self._on_controller, queue_size=10)

@@ -23,6 +23,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
+from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, TargetError, TrackerLimits,
                                    gravity_feedforward, mit_command, pid_command)
@@ -101,7 +102,7 @@ class JointTrackerNode:
             grip = cfg.get("gripper")
             self.groups[name] = Group(
                 name, JointTrajectoryTracker(joint_groups[name], tracker_limits, dt),
-                rospy.Publisher(cfg["command_topic"], motor_control, queue_size=1, tcp_nodelay=True),
+                QuietPublisher(cfg["command_topic"], motor_control, queue_size=1, tcp_nodelay=True),
                 MitGains(np.array(cfg["kp"], float), np.array(cfg["kd"], float)),
                 np.array(cfg.get("torque_ratio", [1.0] * len(joint_groups[name])), float),
                 (float(grip["kp"]), float(grip["kd"])) if grip else None,

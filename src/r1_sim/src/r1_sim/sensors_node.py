@@ -30,6 +30,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState, PointCloud2, Poi
 from std_msgs.msg import Header
 
 from hdas.loop_stats import LoopStats
+from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
 from r1_sim.encoding import CLOUD_FIELDS, CLOUD_POINT_STEP, FLOAT32, RawImage, cloud_data, depth_16uc1, depth_32fc1, jpeg
 from r1_sim.scene import SceneError, load_scene
@@ -88,16 +89,16 @@ class SensorsNode:
         self.pubs: dict[str, dict] = {}
         self.period: dict[str, float] = {}
         for name, spec in self.rig.specs.items():
-            pubs = {"rgb": rospy.Publisher(spec.rgb_topic, CompressedImage, queue_size=2)}
+            pubs = {"rgb": QuietPublisher(spec.rgb_topic, CompressedImage, queue_size=2)}
             if spec.depth_topic:
-                pubs["depth"] = rospy.Publisher(spec.depth_topic, Image, queue_size=2)
+                pubs["depth"] = QuietPublisher(spec.depth_topic, Image, queue_size=2)
             self.pubs[name], self.period[name] = pubs, 1.0 / spec.rate_hz
             self.stats[name] = LoopStats()
         if self.rig.lidar is not None:
             li = self.config.lidar
-            self.pubs["lidar"] = {"cloud": rospy.Publisher(li.topic, PointCloud2, queue_size=2)}
+            self.pubs["lidar"] = {"cloud": QuietPublisher(li.topic, PointCloud2, queue_size=2)}
             self.period["lidar"], self.stats["lidar"] = 1.0 / li.rate_hz, LoopStats()
-        self.diag_pub = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=2)
+        self.diag_pub = QuietPublisher("/diagnostics", DiagnosticArray, queue_size=2)
         rospy.Subscriber(params.get("joint_states_topic", "/sim/joint_states"), JointState, self._on_joints,
                          queue_size=1, tcp_nodelay=True)
         rospy.Subscriber(params.get("odom_topic", "/sim/odom"), Odometry, self._on_odom, queue_size=1, tcp_nodelay=True)
