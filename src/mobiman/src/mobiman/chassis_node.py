@@ -4,7 +4,7 @@ A thin ROS wrapper around `mobiman.chassis_control` and `mobiman.swerve`, with t
 node's private params (current_motor_topic_name, chassis_control_topic_name,
 motor_command_topic_name, breaking_topic_name) and its hard-coded topics
 (/motion_target/chassis_acc_limit, /motion_control/chassis_speed). Beyond the stock node:
-wheel odometry on /odom with the odom -> base_link transform.
+wheel odometry on /odom with the odom -> base_footprint transform (the URDF's root).
 
 Each chassis feedback message is one control tick (as in the joint tracker): the command
 goes out at HDAS's chassis rate (200 Hz on the R1) and only while feedback flows, and the
@@ -92,6 +92,9 @@ class ChassisControlNode:
         self.publish_odom = bool(p.get("publish_odom", True))
         self.publish_tf = bool(p.get("publish_odom_tf", True))
         self.odom_frame = str(p.get("odom_frame", "odom"))
+        # the odometry moves the URDF's root (base_footprint, on the floor under base_link): a
+        # transform to base_link would give it a second parent and break the TF tree
+        self.odom_child_frame = str(p.get("odom_child_frame", "base_footprint"))
         self.odom_pub = QuietPublisher(p.get("odom_topic", "/odom"), Odometry, queue_size=5) \
             if self.publish_odom else None
         self.tf = tf2_ros.TransformBroadcaster() if self.publish_odom and self.publish_tf else None
@@ -196,7 +199,7 @@ class ChassisControlNode:
         o = self.odom
         q = yaw_quaternion(o.yaw)
         m = Odometry()
-        m.header.stamp, m.header.frame_id, m.child_frame_id = stamp, self.odom_frame, self.base_frame
+        m.header.stamp, m.header.frame_id, m.child_frame_id = stamp, self.odom_frame, self.odom_child_frame
         m.pose.pose.position.x, m.pose.pose.position.y = o.x, o.y
         (m.pose.pose.orientation.x, m.pose.pose.orientation.y, m.pose.pose.orientation.z,
          m.pose.pose.orientation.w) = q
@@ -208,7 +211,7 @@ class ChassisControlNode:
         self.odom_pub.publish(m)
         if self.tf is not None:
             t = TransformStamped()
-            t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, self.odom_frame, self.base_frame
+            t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, self.odom_frame, self.odom_child_frame
             t.transform.translation.x, t.transform.translation.y = o.x, o.y
             (t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
              t.transform.rotation.w) = q
