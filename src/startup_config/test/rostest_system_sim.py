@@ -7,13 +7,17 @@
    the grippers) meets every outcome within its tolerance: chassis displacement on ground truth, torso
    height, both gripper poses, gripper strokes.
 3. Every node of ours publishes /diagnostics, and its statuses arrive with the standard loop keys.
+4. TF is one tree: every link of the URDF has a transform from `odom` (wheel odometry, the pose
+   estimator's /joint_states and robot_state_publisher together).
 """
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import rosgraph
 import rospy
 import rostest
+import tf2_ros
 from diagnostic_msgs.msg import DiagnosticArray
 
 from mobiman.demo import Demo, DemoConfig, table
@@ -79,6 +83,18 @@ class SystemSimTest(unittest.TestCase):
         for family in families:      # each reports its loop with the standard keys (hdas.loop_stats)
             loops = [name for name, values in self.status.items() if name.startswith(family) and "rate_hz" in values]
             self.assertTrue(loops, f"no status of {family!r} carries the standard loop keys")
+
+    def test_d_tf_connects_every_link_to_odom(self):
+        urdf = ET.fromstring(rospy.get_param("/robot_description"))
+        links = [link.get("name") for link in urdf.iter("link")]
+        buf = tf2_ros.Buffer()
+        listener = tf2_ros.TransformListener(buf)   # noqa: F841 (kept alive while waiting)
+        deadline = time.monotonic() + 120
+        missing = links
+        while missing and time.monotonic() < deadline:
+            missing = [link for link in missing if not buf.can_transform("odom", link, rospy.Time(0))]
+            time.sleep(0.5)
+        self.assertEqual(missing, [], f"links without a transform from odom (of {len(links)})")
 
 
 if __name__ == "__main__":
