@@ -58,7 +58,7 @@ start() {
   # The panes read the caller's ROS variables from this file (a running tmux server would
   # otherwise give new panes its own environment, not ours).
   : >"$ENVF"
-  for v in ROS_MASTER_URI ROS_HOSTNAME ROS_IP ROS_HOME R1_VENV R1_SIM_LAUNCH_ARGS R1_CAN_CHANNELS \
+  for v in ROS_MASTER_URI ROS_HOSTNAME ROS_IP ROS_HOME R1_VENV R1_SIM_LAUNCH_ARGS R1_SENSORS_LAUNCH R1_CAN_CHANNELS \
            R1_WAIT_MASTER_S R1_WAIT_DRIVER_S; do
     if [ -n "${!v+x}" ]; then printf 'export %s=%q\n' "$v" "${!v}" >>"$ENVF"; fi
   done
