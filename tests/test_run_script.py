@@ -35,10 +35,18 @@ def run_env() -> dict:
     return env
 
 
+def _as_from_a_terminal() -> None:
+    """SIGINT at its default, as in a terminal: a harness started in the background (`cmd &` in a
+    non-interactive shell) ignores it, every child inherits that, and bash cannot trap a signal
+    ignored on entry, so Ctrl-C would be tested against a script that cannot see it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_run_brings_the_stack_up_and_stops_on_ctrl_c(run_env: dict) -> None:
     # A new session stands in for a terminal: Ctrl-C sends SIGINT to the foreground group.
     proc = subprocess.Popen([str(WS / "scripts" / "run")], env=run_env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_as_from_a_terminal)
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 900   # a starved shared machine brings the stack up slowly
