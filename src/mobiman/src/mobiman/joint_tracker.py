@@ -7,6 +7,7 @@ HDAS motor_control fields (MIT or PID mode) and the gravity feed-forward torque.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -28,7 +29,7 @@ def _vector(values: Sequence[float], n: int, what: str, error: type[Exception] =
     v = np.asarray(values, dtype=float).ravel()
     if v.shape[0] not in (n, n + 1):
         raise error(f"{what} has {v.shape[0]} entries, expected {n} (or {n + 1} with a gripper)")
-    if not np.all(np.isfinite(v[:n])):
+    if not np.isfinite(v[:n]).all():
         raise error(f"{what} has non-finite entries: {v[:n].tolist()}")
     return v[:n]
 
@@ -178,7 +179,8 @@ class JointTrajectoryTracker:
             except ruckig.RuckigError as exc:
                 result, error = ruckig.Result.Error, str(exc).strip()
             out = self._out
-            finite = all(np.all(np.isfinite(x)) for x in (out.new_position, out.new_velocity, out.new_acceleration))
+            finite = all(math.isfinite(x) for seq in (out.new_position, out.new_velocity, out.new_acceleration)
+                         for x in seq)
             if result in (ruckig.Result.Working, ruckig.Result.Finished) and finite:
                 out.pass_to_input(self._inp)
                 self._finished, self.last_error = result == ruckig.Result.Finished, None
@@ -256,12 +258,15 @@ class MitGains:
 
     def __post_init__(self) -> None:
         for f in ("kp", "kd"):
-            object.__setattr__(self, f, np.array(getattr(self, f), dtype=float).ravel())
+            arr = np.array(getattr(self, f), dtype=float).ravel()
+            if not np.isfinite(arr).all():
+                raise ValueError(f"{f} must be finite, got {arr.tolist()}")
+            object.__setattr__(self, f, arr)
 
 
 def _sized(values: Sequence[float] | np.ndarray, n: int, what: str) -> list[float]:
     arr = np.asarray(values, dtype=float).ravel()
-    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+    if arr.shape != (n,) or not np.isfinite(arr).all():
         raise ValueError(f"{what} needs {n} finite entries, got {arr.tolist()}")
     return arr.tolist()
 
@@ -269,8 +274,10 @@ def _sized(values: Sequence[float] | np.ndarray, n: int, what: str) -> list[floa
 def mit_command(tracker: JointTrajectoryTracker, gains: MitGains, t_ff: np.ndarray) -> Command:
     """(p_des, v_des, kp, kd, t_ff) lists for an hdas_msg/motor_control in MIT mode from the tracker's current state."""
     n = len(tracker.names)
-    return (tracker.position.tolist(), tracker.velocity.tolist(), _sized(gains.kp, n, "kp"),
-            _sized(gains.kd, n, "kd"), _sized(t_ff, n, "t_ff"))
+    if gains.kp.shape != (n,) or gains.kd.shape != (n,):      # finite since MitGains checked them
+        raise ValueError(f"kp and kd need {n} entries, got {gains.kp.tolist()}, {gains.kd.tolist()}")
+    return (tracker.position.tolist(), tracker.velocity.tolist(), gains.kp.tolist(), gains.kd.tolist(),
+            _sized(t_ff, n, "t_ff"))
 
 
 def pid_command(tracker: JointTrajectoryTracker, torque_ratio: Sequence[float]) -> Command:

@@ -102,6 +102,9 @@ class RobotModel:
         values = np.asarray(values, dtype=float)
         if values.shape != (len(g.joints),):
             raise ValueError(f"group '{group}' takes {len(g.joints)} values, got shape {values.shape}")
+        if not g.continuous.any():         # the common case, one vectorised write (this runs per control tick)
+            q[g.idx_q] = values
+            return
         for iq, cont, val in zip(g.idx_q, g.continuous, values):
             if cont:
                 q[iq], q[iq + 1] = np.cos(val), np.sin(val)
