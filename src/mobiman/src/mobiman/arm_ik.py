@@ -23,6 +23,7 @@ mid-range posture. A non-finite result never leaves: the previous solution is ke
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
@@ -30,13 +31,12 @@ import numpy as np
 import pinocchio as pin
 from scipy.spatial import cKDTree
 
-from mobiman.capsules import Capsule, capsules_from_urdf, segment_closest_points
+from mobiman.capsules import Capsule, capsules_from_urdf, segment_distance_py
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 REACHED_POSITION = 1e-3       # [m]   the issue's bar for "reached"
 REACHED_ORIENTATION = 1e-2    # [rad]
 CONTACT_MARGIN = 0.002        # [m] clearance kept by task-only passes
-REPORT_HORIZON = 0.1          # [m] capsule pairs further apart are reported as clear
 RECOVERY_COOLDOWN = 10          # streamed solves between two searches for another posture
 SR_SIGMA, SR_DAMPING = 0.5, 0.05   # singularity-robust damping below this singular value of the weighted task Jacobian
 
@@ -100,7 +100,17 @@ class IkResult:
     reached: bool                # within 1 mm and 0.01 rad
     iterations: int
     step_limited: bool = False   # the solution moved further than max_step: this is a step toward it
-    min_distance: float = np.inf  # [m] smallest capsule distance (self-collision); inf: none within 0.1 m
+
+
+@dataclass(frozen=True)
+class WorldCapsules:
+    """The arm's moving capsules in world axes: endpoints a, b (n×3), radii, frame ids, frame origins."""
+
+    a: np.ndarray
+    b: np.ndarray
+    r: np.ndarray
+    fids: list[int]
+    origins: np.ndarray
 
 
 class ArmIK:
@@ -142,6 +152,10 @@ class ArmIK:
         # collision model: own links move; torso, head and the other arm are static here
         names = {f"{side}_{n}" for n in self.MOVING_LINKS}
         self._moving = [(c, self.model.getFrameId(c.link)) for c in capsules_from_urdf(urdf_xml, names)]
+        self._mov_fids = [fid for _, fid in self._moving]
+        self._mov_a = np.array([c.a for c, _ in self._moving])[:, :, None]     # local endpoints, n×3×1
+        self._mov_b = np.array([c.b for c, _ in self._moving])[:, :, None]
+        self._mov_r = np.array([c.radius for c, _ in self._moving])
         self._static_capsules = capsules_from_urdf(urdf_xml, set(self.BODY_LINKS))
         self._other_capsules = capsules_from_urdf(urdf_xml, {f"{other}_{n}" for n in self.MOVING_LINKS})
         self._self_pairs = [(i, k) for i, (ci, _) in enumerate(self._moving) for k, (ck, _) in enumerate(self._moving)
@@ -151,6 +165,9 @@ class ArmIK:
         self.set_other_arm(np.zeros(6))
         self._history: list[np.ndarray] = []
         self._damping, self._lambda0 = np.eye(6), 1e-3
+        self._eye6 = np.eye(6)
+        self._q_key: tuple | None = None       # _q_terms' cache: (q, weights, soft) and its value
+        self._q_value: tuple = ()
         self._goal: np.ndarray | None = None     # a posture the stream travels to (recovery)
         self._cooldown = 0
         self._build_seed_table(np.random.default_rng(seed))
@@ -163,6 +180,7 @@ class ArmIK:
 
     def set_other_arm(self, q_other: np.ndarray) -> None:
         """The other arm's joints, for its capsules in the self-collision model."""
+        self._q_key = None                     # the collision rows change with it
         q_full = pin.neutral(self.full)
         for name, value in zip(self._other_names, np.asarray(q_other, float)):
             q_full[self.full.joints[self.full.getJointId(name)].idx_q] = value
@@ -177,14 +195,17 @@ class ArmIK:
         self._static_r = np.array([s[2] for s in segs])
         self._static_mid = (self._static_a + self._static_b) / 2
         self._static_reach = np.linalg.norm(self._static_b - self._static_a, axis=1) / 2 + self._static_r
+        self._static_al, self._static_bl = self._static_a.tolist(), self._static_b.tolist()
+        self._static_rl = self._static_r.tolist()
 
-    def _capsules_now(self) -> list[tuple[np.ndarray, np.ndarray, float, int, np.ndarray]]:
-        """Moving capsules in world axes after FK: (a, b, radius, frame id, frame origin)."""
-        out = []
-        for c, fid in self._moving:
-            m = self.data.oMf[fid]
-            out.append((m.act(c.a), m.act(c.b), c.radius, fid, m.translation))
-        return out
+    def _capsules_now(self) -> "WorldCapsules":
+        """Moving capsules in world axes after FK, as arrays (this runs on every residual)."""
+        oMf = self.data.oMf
+        frames = [oMf[f] for f in self._mov_fids]
+        rot = np.array([m.rotation for m in frames])
+        origin = np.array([m.translation for m in frames])
+        return WorldCapsules((rot @ self._mov_a)[:, :, 0] + origin, (rot @ self._mov_b)[:, :, 0] + origin,
+                             self._mov_r, self._mov_fids, origin)
 
     def min_distance(self, q: np.ndarray, horizon: float = np.inf) -> float:
         """Smallest capsule distance (negative: penetration) of the arm at q; pairs further apart
@@ -192,60 +213,80 @@ class ArmIK:
         pin.framesForwardKinematics(self.model, self.data, np.asarray(q, float))
         return min((d for d, *_ in self._collisions(self._capsules_now(), horizon)), default=np.inf)
 
-    def _collisions(self, caps, margin: float):
+    def _collisions(self, caps: "WorldCapsules", margin: float):
         """(distance, point on i, point on j or None, i, j or None) for pairs closer than margin.
 
-        Broad phase: bounding spheres of all pairs at once; narrow phase: segment distances
-        of the few pairs whose spheres come within the margin."""
-        a = np.array([c[0] for c in caps])
-        b = np.array([c[1] for c in caps])
-        r = np.array([c[2] for c in caps])
-        mid = (a + b) / 2
-        reach = np.linalg.norm(b - a, axis=1) / 2 + r
-        gap = (np.linalg.norm(mid[:, None, :] - self._static_mid[None, :, :], axis=2)
-               - reach[:, None] - self._static_reach[None, :])
+        Broad phase: bounding spheres of all pairs at once (numpy); narrow phase: segment
+        distances of the few pairs whose spheres come within the margin (Python floats: for one
+        pair numpy's per-call overhead would be most of the cost)."""
+        a, b, r = caps.a, caps.b, caps.r
+        mid = (a + b) * 0.5
+        half = b - a
+        reach = np.sqrt(np.einsum("ij,ij->i", half, half)) * 0.5 + r
+        diff = mid[:, None, :] - self._static_mid[None, :, :]
+        gap = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)) - reach[:, None] - self._static_reach[None, :]
         out = []
-        for i, k in zip(*np.nonzero(gap < margin)):
-            pa, pb = segment_closest_points(a[i], b[i], self._static_a[k], self._static_b[k])
-            d = float(np.linalg.norm(pa - pb)) - r[i] - self._static_r[k]
-            if d < margin:
-                out.append((d, pa, pb, int(i), None))
+        near = np.nonzero(gap < margin)
+        if len(near[0]):
+            al, bl, rl = a.tolist(), b.tolist(), r.tolist()
+            for i, k in zip(near[0].tolist(), near[1].tolist()):
+                dist, pa, pb = segment_distance_py(al[i], bl[i], self._static_al[k], self._static_bl[k])
+                dist -= rl[i] + self._static_rl[k]
+                if dist < margin:
+                    out.append((dist, np.array(pa), np.array(pb), i, None))
         if self._self_pairs:
             si, sk = self._self_i, self._self_k
-            sgap = np.linalg.norm(mid[si] - mid[sk], axis=1) - reach[si] - reach[sk]
-            for n in np.nonzero(sgap < margin)[0]:
-                i, k = int(si[n]), int(sk[n])
-                pa, pb = segment_closest_points(a[i], b[i], a[k], b[k])
-                d = float(np.linalg.norm(pa - pb)) - r[i] - r[k]
-                if d < margin:
-                    out.append((d, pa, pb, i, k))
+            sd = mid[si] - mid[sk]
+            sgap = np.sqrt(np.einsum("ij,ij->i", sd, sd)) - reach[si] - reach[sk]
+            close = np.nonzero(sgap < margin)[0]
+            if len(close):
+                al, bl, rl = a.tolist(), b.tolist(), r.tolist()
+                for n in close.tolist():
+                    i, k = int(si[n]), int(sk[n])
+                    dist, pa, pb = segment_distance_py(al[i], bl[i], al[k], bl[k])
+                    dist -= rl[i] + rl[k]
+                    if dist < margin:
+                        out.append((dist, np.array(pa), np.array(pb), i, k))
         return out
 
     # -- the objective -----------------------------------------------------------------------
     def _residuals(self, q: np.ndarray, target: pin.SE3, weights: IkWeights, history: list[np.ndarray],
                    soft: bool) -> tuple[np.ndarray, np.ndarray, float, float, float]:
         """Weighted residuals r(q), their Jacobian, the task's position/orientation errors and the min distance."""
-        m, d, cfg = self.model, self.data, self.config
-        pin.computeJointJacobians(m, d, q)
-        pin.updateFramePlacements(m, d)
-        oMe = d.oMf[self._ee]
-        J = pin.getFrameJacobian(m, d, self._ee, LWA)
-        Rt = self._Rt
-        p = Rt.T @ (oMe.translation - self._oMt.translation)
-        R = Rt.T @ oMe.rotation
-        e_rot = pin.log3(target.rotation.T @ R)
-        rows = [weights.position * (p - target.translation), weights.orientation * e_rot]
-        jac = [weights.position * (Rt.T @ J[:3]),
-               weights.orientation * (pin.Jlog3(target.rotation.T @ R) @ R.T @ Rt.T @ J[3:])]
-        pos_err, rot_err = float(np.linalg.norm(p - target.translation)), float(np.linalg.norm(e_rot))
-        eye = np.eye(6)
+        p, R, Jp, Jw, extra_rows, extra_jac, min_d = self._q_terms(q, weights, soft)
+        E = target.rotation.T @ R
+        dp = p - target.translation
+        e_rot = pin.log3(E)
+        rows = [weights.position * dp, weights.orientation * e_rot]
+        jac = [weights.position * Jp, weights.orientation * (pin.Jlog3(E) @ R.T @ Jw)]
+        pos_err, rot_err = math.sqrt(dp @ dp), math.sqrt(e_rot @ e_rot)
         if soft and history:
-            h = history
+            h, eye = history, self._eye6
             for w, coeffs in ((weights.velocity, (1, -1)), (weights.acceleration, (1, -2, 1)),
                               (weights.jerk, (1, -3, 3, -1))):
                 if w > 0 and len(h) >= len(coeffs) - 1:
                     rows.append(w * (q * coeffs[0] + sum(c * h[-1 - i] for i, c in enumerate(coeffs[1:]))))
                     jac.append(w * eye)
+        return np.concatenate(rows + extra_rows), np.vstack(jac + extra_jac), pos_err, rot_err, min_d
+
+    def _q_terms(self, q: np.ndarray, weights: IkWeights, soft: bool):
+        """Everything of the objective that depends on q alone: the hand's pose and Jacobian in
+        torso_link4 axes, the joint-limit, collision and singularity rows. Cached for the last q:
+        a streamed solve starts where the previous one ended, at the same q with a new target,
+        so half of a stream's evaluations need only the target's rows."""
+        key = self._q_key
+        if key is not None and key[1] is weights and key[2] == soft and np.array_equal(key[0], q):
+            return self._q_value
+        m, d, cfg = self.model, self.data, self.config
+        pin.computeJointJacobians(m, d, q)
+        pin.updateFramePlacements(m, d)
+        oMe = d.oMf[self._ee]
+        J = pin.getFrameJacobian(m, d, self._ee, LWA)
+        Rt_T = self._Rt.T
+        p = Rt_T @ (oMe.translation - self._oMt.translation)
+        R = Rt_T @ oMe.rotation
+        rows: list[np.ndarray] = []
+        jac: list[np.ndarray] = []
         if soft and weights.joint_limit > 0:
             mg = cfg.joint_limit_margin
             low, high = q - self.lower, self.upper - q
@@ -263,15 +304,18 @@ class ArmIK:
             mg = cfg.collision_margin if soft else CONTACT_MARGIN
             for dist, pa, pb, i, k in self._collisions(caps, mg):
                 min_d = min(min_d, dist)
-                n = (pa - pb) / max(np.linalg.norm(pa - pb), 1e-9)
-                grad = n @ self._point_jacobian(caps[i][3], caps[i][4], pa)
+                dv = pa - pb
+                n = dv / max(math.sqrt(dv @ dv), 1e-9)
+                grad = n @ self._point_jacobian(caps.fids[i], caps.origins[i], pa)
                 if k is not None:
-                    grad = grad - n @ self._point_jacobian(caps[k][3], caps[k][4], pb)
+                    grad = grad - n @ self._point_jacobian(caps.fids[k], caps.origins[k], pb)
                 rows.append(np.array([weights.collision * (mg - dist) / mg]))
                 jac.append((-weights.collision / mg * grad)[None, :])
         if soft and weights.singularity > 0:
             self._singularity_rows(q, weights.singularity, rows, jac)
-        return np.concatenate(rows), np.vstack(jac), pos_err, rot_err, min_d
+        value = (p, R, Rt_T @ J[:3], Rt_T @ J[3:], rows, jac, min_d)
+        self._q_key, self._q_value = (q.copy(), weights, soft), value
+        return value
 
     def _point_jacobian(self, fid: int, origin: np.ndarray, point: np.ndarray) -> np.ndarray:
         """3×6 linear Jacobian (world axes) of a point fixed to frame fid."""
@@ -424,8 +468,9 @@ class ArmIK:
             re = float(np.linalg.norm(pin.log3(target.rotation.T @ pose.rotation)))
         else:
             pe = re = float("inf")
-        return IkResult(q.copy(), pe, re, pe < REACHED_POSITION and re < REACHED_ORIENTATION, iterations,
-                        limited, self.min_distance(q, REPORT_HORIZON))
+        # the clearance is not part of a result: `min_distance(q)` measures it when someone asks
+        # (it cost as much as the solve itself, on every solve)
+        return IkResult(q.copy(), pe, re, pe < REACHED_POSITION and re < REACHED_ORIENTATION, iterations, limited)
 
     # -- seeds -----------------------------------------------------------------------------------
     def _features(self, pose: pin.SE3) -> np.ndarray:

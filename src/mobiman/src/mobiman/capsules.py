@@ -7,6 +7,7 @@ axis; boxes the capsule on their longest axis that contains their cross-section.
 """
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -83,3 +84,40 @@ def segment_closest_points(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
             elif t > 1.0:
                 s, t = min(max((b - c) / a, 0.0), 1.0), 1.0
     return p1 + s * d1, p2 + t * d2
+
+
+
+def segment_distance_py(p1, q1, p2, q2) -> tuple[float, tuple[float, float, float], tuple[float, float, float]]:
+    """`segment_closest_points` on Python floats (3-sequences): (distance, point on 1, point on 2).
+
+    The same algorithm without numpy: for one pair of 3-vectors, numpy's per-call overhead is
+    most of the cost, and the IK runs this on every residual evaluation."""
+    p1x, p1y, p1z = p1
+    p2x, p2y, p2z = p2
+    d1x, d1y, d1z = q1[0] - p1x, q1[1] - p1y, q1[2] - p1z
+    d2x, d2y, d2z = q2[0] - p2x, q2[1] - p2y, q2[2] - p2z
+    rx, ry, rz = p1x - p2x, p1y - p2y, p1z - p2z
+    a = d1x * d1x + d1y * d1y + d1z * d1z
+    e = d2x * d2x + d2y * d2y + d2z * d2z
+    f = d2x * rx + d2y * ry + d2z * rz
+    eps = 1e-12
+    if a <= eps and e <= eps:
+        s = t = 0.0
+    elif a <= eps:
+        s, t = 0.0, min(max(f / e, 0.0), 1.0)
+    else:
+        c = d1x * rx + d1y * ry + d1z * rz
+        if e <= eps:
+            s, t = min(max(-c / a, 0.0), 1.0), 0.0
+        else:
+            b = d1x * d2x + d1y * d2y + d1z * d2z
+            denom = a * e - b * b
+            s = min(max((b * f - c * e) / denom, 0.0), 1.0) if denom > eps else 0.0
+            t = (b * s + f) / e
+            if t < 0.0:
+                s, t = min(max(-c / a, 0.0), 1.0), 0.0
+            elif t > 1.0:
+                s, t = min(max((b - c) / a, 0.0), 1.0), 1.0
+    ax, ay, az = p1x + s * d1x, p1y + s * d1y, p1z + s * d1z
+    bx, by, bz = p2x + t * d2x, p2y + t * d2y, p2z + t * d2z
+    return math.sqrt((ax - bx) ** 2 + (ay - by) ** 2 + (az - bz) ** 2), (ax, ay, az), (bx, by, bz)

@@ -138,11 +138,12 @@ def test_collision_barrier_gradient_is_the_analytic_one(left):
             continue
         dist, pa, pb, i, _ = hits[0]
         n = (pa - pb) / np.linalg.norm(pa - pb)
-        grad = n @ left._point_jacobian(caps[i][3], caps[i][4], pa)
+        grad = n @ left._point_jacobian(caps.fids[i], caps.origins[i], pa)
 
         def distance(qq: np.ndarray) -> float:
             pin.framesForwardKinematics(m, d, qq)
-            a, b, r = left._capsules_now()[i][:3]
+            now = left._capsules_now()
+            a, b, r = now.a[i], now.b[i], now.r[i]
             # the nearest static capsule (the pair measured above, for a small perturbation)
             return min(float(np.linalg.norm(np.subtract(*segment_closest_points(
                 a, b, left._static_a[k], left._static_b[k])))) - r - left._static_r[k]
@@ -204,3 +205,19 @@ def test_bad_side_and_solve_before_reset():
     ik = ArmIK(URDF, "right")
     with pytest.raises(RuntimeError):
         ik.solve(ik.fk(np.zeros(6)))
+
+
+def test_float_segment_distances_equal_the_numpy_ones():
+    from mobiman.capsules import segment_distance_py
+    rng = np.random.default_rng(3)
+    n = 2000
+    p1, q1, p2, q2 = (rng.normal(size=(n, 3)) for _ in range(4))
+    q1[:50] = p1[:50]                     # degenerate: points
+    q2[25:75] = p2[25:75]
+    q2[100:150] = p2[100:150] + 0.5 * (q1[100:150] - p1[100:150])   # parallel segments
+    for i in range(n):
+        sa, sb = segment_closest_points(p1[i], q1[i], p2[i], q2[i])
+        dist, pa, pb = segment_distance_py(p1[i].tolist(), q1[i].tolist(), p2[i].tolist(), q2[i].tolist())
+        np.testing.assert_allclose(pa, sa, atol=1e-12)
+        np.testing.assert_allclose(pb, sb, atol=1e-12)
+        assert abs(dist - np.linalg.norm(sa - sb)) < 1e-12
