@@ -179,8 +179,8 @@ class JointTrajectoryTracker:
             except ruckig.RuckigError as exc:
                 result, error = ruckig.Result.Error, str(exc).strip()
             out = self._out
-            finite = all(math.isfinite(x) for seq in (out.new_position, out.new_velocity, out.new_acceleration)
-                         for x in seq)
+            # one sum per list: NaN and inf propagate through it (and a finite overflow is no trajectory)
+            finite = math.isfinite(sum(out.new_position) + sum(out.new_velocity) + sum(out.new_acceleration))
             if result in (ruckig.Result.Working, ruckig.Result.Finished) and finite:
                 out.pass_to_input(self._inp)
                 self._finished, self.last_error = result == ruckig.Result.Finished, None
@@ -228,11 +228,44 @@ def gravity_feedforward(model: RobotModel, feedback: Mapping[str, Sequence[float
     """
     q = model.configuration({name: _vector(values, len(model.group(name).joints), f"{name} feedback")
                              for name, values in feedback.items()})
+    return feedforward_at(model, q, group, acceleration, inertial_gain)
+
+
+def feedforward_at(model: RobotModel, q: np.ndarray, group: str, acceleration: Sequence[float] | None = None,
+                   inertial_gain: float = 0.0) -> np.ndarray:
+    """`gravity_feedforward` at a pinocchio configuration q the caller keeps (a `Posture`)."""
+    if acceleration is None or inertial_gain == 0.0:
+        return model.gravity(q, group)
+    n = len(model.group(group).joints)
+    a_full = model.velocity_vector({group: _vector(acceleration, n, f"{group} acceleration")})
+    tau_a = model.inverse_dynamics(q, model.zero_velocity, a_full, group)    # gravity + M·a, one RNEA
+    if inertial_gain == 1.0:
+        return tau_a
     tau = model.gravity(q, group)
-    if acceleration is not None and inertial_gain != 0.0:
-        a_full = model.velocity_vector({group: _vector(acceleration, len(tau), f"{group} acceleration")})
-        tau = tau + inertial_gain * (model.inverse_dynamics(q, np.zeros(model.model.nv), a_full, group) - tau)
-    return tau
+    return tau + inertial_gain * (tau_a - tau)
+
+
+class Posture:
+    """The upper body's configuration for the dynamics, one group at a time as its feedback arrives.
+
+    A group's values are checked once, when they arrive (`set`), and written into one pinocchio
+    configuration: a control tick then costs one RNEA, not a check and a rebuild of every group
+    (that was most of a 16-joint tick). Thread-unsafe: the caller serialises, as it does for the
+    model's data."""
+
+    def __init__(self, model: RobotModel):
+        self.model = model
+        self.q = model.configuration()
+
+    def set(self, group: str, values: Sequence[float]) -> None:
+        """A group's measured joints (n, or n + 1 with a gripper entry); ValueError if not finite."""
+        self.model.set_group(self.q, group, _vector(values, len(self.model.group(group).joints), f"{group} feedback"))
+
+    def with_group(self, group: str, values: Sequence[float]) -> np.ndarray:
+        """A copy of the configuration with one group replaced (e.g. by its planned position)."""
+        q = self.q.copy()
+        self.model.set_group(q, group, _vector(values, len(self.model.group(group).joints), f"{group} position"))
+        return q
 
 
 def friction_feedforward(velocity: Sequence[float], coulomb: Sequence[float], viscous: Sequence[float],
@@ -265,10 +298,10 @@ class MitGains:
 
 
 def _sized(values: Sequence[float] | np.ndarray, n: int, what: str) -> list[float]:
-    arr = np.asarray(values, dtype=float).ravel()
-    if arr.shape != (n,) or not np.isfinite(arr).all():
-        raise ValueError(f"{what} needs {n} finite entries, got {arr.tolist()}")
-    return arr.tolist()
+    out = np.asarray(values, dtype=float).ravel().tolist()
+    if len(out) != n or not math.isfinite(sum(out)):
+        raise ValueError(f"{what} needs {n} finite entries, got {out}")
+    return out
 
 
 def mit_command(tracker: JointTrajectoryTracker, gains: MitGains, t_ff: np.ndarray) -> Command:

@@ -175,6 +175,13 @@ class RobotModel:
         tau = pin.rnea(self.model, self.data, q, v, a)
         return tau.copy() if group is None else tau[self.group(group).idx_v]
 
+    @property
+    def zero_velocity(self) -> np.ndarray:
+        """A zero v (or a) vector; do not write into it."""
+        if not hasattr(self, "_zero_v"):
+            self._zero_v = np.zeros(self.model.nv)
+        return self._zero_v
+
     def velocity_vector(self, groups: Mapping[str, Sequence[float]]) -> np.ndarray:
         """A full v (or a) vector with the given group values, zero elsewhere."""
         v = np.zeros(self.model.nv)

@@ -25,8 +25,8 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
-from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, TargetError, TrackerLimits,
-                                   gravity_feedforward, mit_command, pid_command)
+from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
+                                   feedforward_at, mit_command, pid_command)
 from mobiman.robot_model import RobotModel, load_group_config
 
 GROUPS = ("torso", "left_arm", "right_arm")
@@ -87,10 +87,10 @@ class JointTrackerNode:
             raise SystemExit("r1_jointTracker_demo_node: no robot_description on the parameter server")
         self.model = RobotModel(urdf, joint_groups)
         self.model_lock = threading.Lock()   # one pinocchio Data, three feedback threads
+        self.posture = Posture(self.model)    # the measured upper body, for gravity (under model_lock)
         enabled = [g for g in GROUPS if not (g == "torso" and p.get("disable_torso", False))]
         fast = bool(p.get("fast", False))
         self.groups: dict[str, Group] = {}
-        self.measured: dict[str, np.ndarray] = {}      # latest measured positions of every group
         for name in enabled:
             cfg = p["groups"][name]
             limits = self.model.limits(name)
@@ -144,7 +144,12 @@ class JointTrackerNode:
                           + "; ".join(notes))
 
     def _on_other_feedback(self, msg: JointState, name: str) -> None:
-        self.measured[name] = np.asarray(msg.position, float)
+        try:
+            with self.model_lock:
+                self.posture.set(name, msg.position)
+        except ValueError as e:
+            self.throttle(rospy.logerr, f"{name}/feedback", f"r1_jointTracker_demo_node: {name} feedback ignored: {e}")
+            return
 
     def _on_feedback(self, msg: JointState, g: Group) -> None:
         """One tick: the feedback message drives the trajectory and the output."""
@@ -156,7 +161,8 @@ class JointTrackerNode:
             self.throttle(rospy.logerr, f"{g.name}/feedback", f"r1_jointTracker_demo_node: {g.name} feedback "
                           f"with {len(msg.position)} positions or non-finite values ignored")
             return
-        self.measured[g.name] = q
+        with self.model_lock:
+            self.posture.set(g.name, q)
         with g.lock:
             g.measured, g.feedback_stamp, g.feedback_wall = q, rospy.get_time(), time.monotonic()
             if g.stale:
@@ -185,10 +191,10 @@ class JointTrackerNode:
                 g.ruckig_errors += 1
             a = g.tracker.acceleration
             if self.mode == "mit":
-                posture = {**self.measured, g.name: g.tracker.position} if g.gravity_at_plan else self.measured
                 with self.model_lock:
-                    t_ff = gravity_feedforward(self.model, posture, g.name,
-                                               a if self.inertial else None, self.inertial)
+                    q_dyn = self.posture.with_group(g.name, g.tracker.position) if g.gravity_at_plan \
+                        else self.posture.q
+                    t_ff = feedforward_at(self.model, q_dyn, g.name, a if self.inertial else None, self.inertial)
                 fields = mit_command(g.tracker, g.gains, t_ff)
             else:
                 fields = pid_command(g.tracker, g.torque_ratio)

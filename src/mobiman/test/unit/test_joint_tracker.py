@@ -440,3 +440,22 @@ def test_friction_feedforward_cancels_coulomb_and_viscous_continuously():
     assert np.max(np.abs(np.diff(tau))) < 0.01
     with pytest.raises(ValueError):
         friction_feedforward([0.1], [1.0], [0.0], smoothing=0.0)
+
+
+@pytest.mark.parametrize("gain", [1.0, 0.5])
+def test_inertial_feedforward_is_gravity_plus_the_mass_matrix_times_the_acceleration(r1: RobotModel, gain):
+    from mobiman.joint_tracker import Posture, feedforward_at
+    model = r1
+    rng = np.random.default_rng(4)
+    posture = Posture(model)
+    for name in ("torso", "left_arm", "right_arm"):
+        lim = model.limits(name)
+        posture.set(name, rng.uniform(lim.lower, lim.upper))
+    a = rng.normal(size=6)
+    idx = model.group("left_arm").idx_v
+    M = pin.crba(model.model, model.model.createData(), posture.q)
+    M = np.triu(M) + np.triu(M, 1).T
+    expected = model.gravity(posture.q, "left_arm") + gain * M[np.ix_(idx, idx)] @ a
+    np.testing.assert_allclose(feedforward_at(model, posture.q, "left_arm", a, gain), expected, atol=1e-9)
+    with pytest.raises(ValueError):
+        posture.set("left_arm", [0.0, float("nan"), 0, 0, 0, 0])
