@@ -403,8 +403,10 @@ class ArmIK:
         # only where the task cannot be met: how to approach an unreachable target
         start = prev if self._goal is None else self._goal
         q, pe, re, it, md = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
+        solved = q                     # pe and re are this q's errors (a recovery below replaces q)
         if not (pe < REACHED_POSITION and re < REACHED_ORIENTATION):
             q, pe, re, it2, md = self._lm(prev.copy(), target, self._history, self.config.max_iterations)
+            solved = q
             it += it2
             self._goal = None
             if self._cooldown <= 0:
@@ -423,12 +425,14 @@ class ArmIK:
             self._goal = None
         limited = False
         step = q - prev
-        if not np.all(np.isfinite(q)):
+        if not np.isfinite(q).all():
             q, step = prev.copy(), np.zeros(6)
         big = float(np.max(np.abs(step)))
         if big > self.config.max_step:
             q, limited = prev + step * (self.config.max_step / big), True
-        self._history = (self._history + [q.copy()])[-3:]
+        self._history = self._history[-2:] + [q.copy()]
+        if q is solved and math.isfinite(pe + re):    # the solver's own errors: no second FK
+            return IkResult(q.copy(), pe, re, pe < REACHED_POSITION and re < REACHED_ORIENTATION, it, False)
         return self._result(q, target, it, limited)
 
     def solve_cold(self, target: pin.SE3, seed: np.ndarray | None = None) -> IkResult:
@@ -497,4 +501,4 @@ def _adjugate(a: np.ndarray) -> np.ndarray:
 
 
 def _finite_pose(pose: pin.SE3) -> bool:
-    return bool(np.all(np.isfinite(pose.translation)) and np.all(np.isfinite(pose.rotation)))
+    return bool(np.isfinite(pose.homogeneous).all())
