@@ -31,12 +31,13 @@ import numpy as np
 import pinocchio as pin
 from scipy.spatial import cKDTree
 
-from mobiman.capsules import Capsule, capsules_from_urdf, segment_distance_py
+from mobiman.capsules import capsules_from_urdf, segment_distance_py
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 REACHED_POSITION = 1e-3       # [m]   the issue's bar for "reached"
 REACHED_ORIENTATION = 1e-2    # [rad]
 CONTACT_MARGIN = 0.002        # [m] clearance kept by task-only passes
+CLEARANCE_SLACK = 0.05        # [m] pairs measured beyond the margin, so a clearance bound carries over
 RECOVERY_COOLDOWN = 10          # streamed solves between two searches for another posture
 SR_SIGMA, SR_DAMPING = 0.5, 0.05   # singularity-robust damping below this singular value of the weighted task Jacobian
 
@@ -156,6 +157,8 @@ class ArmIK:
         self._mov_a = np.array([c.a for c, _ in self._moving])[:, :, None]     # local endpoints, n×3×1
         self._mov_b = np.array([c.b for c, _ in self._moving])[:, :, None]
         self._mov_r = np.array([c.radius for c, _ in self._moving])
+        self._rho = self._lever_arms()
+        self._clear: tuple[np.ndarray, float] | None = None   # (q, lower bound on every pair's distance)
         self._static_capsules = capsules_from_urdf(urdf_xml, set(self.BODY_LINKS))
         self._other_capsules = capsules_from_urdf(urdf_xml, {f"{other}_{n}" for n in self.MOVING_LINKS})
         self._self_pairs = [(i, k) for i, (ci, _) in enumerate(self._moving) for k, (ck, _) in enumerate(self._moving)
@@ -180,7 +183,7 @@ class ArmIK:
 
     def set_other_arm(self, q_other: np.ndarray) -> None:
         """The other arm's joints, for its capsules in the self-collision model."""
-        self._q_key = None                     # the collision rows change with it
+        self._q_key = self._clear = None       # the collision rows and the clearance change with it
         q_full = pin.neutral(self.full)
         for name, value in zip(self._other_names, np.asarray(q_other, float)):
             q_full[self.full.joints[self.full.getJointId(name)].idx_q] = value
@@ -207,6 +210,23 @@ class ArmIK:
         return WorldCapsules((rot @ self._mov_a)[:, :, 0] + origin, (rot @ self._mov_b)[:, :, 0] + origin,
                              self._mov_r, self._mov_fids, origin)
 
+    def _lever_arms(self) -> np.ndarray:
+        """ρ_j: how far any capsule end point can be from joint j's origin, in any posture.
+
+        A point at distance r from a joint's axis moves at most r·|Δq_j| when the joint turns, so
+        a posture change Δq moves every capsule point by at most Σ ρ_j |Δq_j| (the triangle
+        inequality along the chain bounds r by the link offsets out to the point)."""
+        m = self.model
+        link = [0.0] + [float(np.linalg.norm(m.jointPlacements[j].translation)) for j in range(1, m.njoints)]
+        rho = np.zeros(m.njoints - 1)
+        for c, fid in self._moving:
+            frame = m.frames[fid]
+            reach = max(np.linalg.norm(frame.placement.act(c.a)), np.linalg.norm(frame.placement.act(c.b)))
+            parent = frame.parentJoint
+            for j in range(1, parent + 1):     # joints j ≤ parent carry this capsule
+                rho[j - 1] = max(rho[j - 1], sum(link[j + 1:parent + 1]) + reach)
+        return rho
+
     def min_distance(self, q: np.ndarray, horizon: float = np.inf) -> float:
         """Smallest capsule distance (negative: penetration) of the arm at q; pairs further apart
         than `horizon` are not measured (inf when none is closer)."""
@@ -214,40 +234,52 @@ class ArmIK:
         return min((d for d, *_ in self._collisions(self._capsules_now(), horizon)), default=np.inf)
 
     def _collisions(self, caps: "WorldCapsules", margin: float):
-        """(distance, point on i, point on j or None, i, j or None) for pairs closer than margin.
+        """(distance, point on i, point on j or None, i, j or None) for pairs closer than margin."""
+        return self._scan(caps, margin, margin)[0]
+
+    def _scan(self, caps: "WorldCapsules", margin: float, measure: float):
+        """Pairs closer than `margin` (as `_collisions`), and a lower bound on every pair's distance.
 
         Broad phase: bounding spheres of all pairs at once (numpy); narrow phase: segment
-        distances of the few pairs whose spheres come within the margin (Python floats: for one
-        pair numpy's per-call overhead would be most of the cost)."""
+        distances of the pairs whose spheres come within `measure` (Python floats: for one pair
+        numpy's per-call overhead would be most of the cost). The bound is the smallest measured
+        distance, or the smallest sphere gap of the pairs not measured."""
         a, b, r = caps.a, caps.b, caps.r
         mid = (a + b) * 0.5
         half = b - a
         reach = np.sqrt(np.einsum("ij,ij->i", half, half)) * 0.5 + r
         diff = mid[:, None, :] - self._static_mid[None, :, :]
         gap = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)) - reach[:, None] - self._static_reach[None, :]
-        out = []
-        near = np.nonzero(gap < margin)
-        if len(near[0]):
+        out, lower = [], np.inf
+        near = gap < measure
+        if not near.all():
+            lower = float(gap[~near].min())
+        if near.any():
             al, bl, rl = a.tolist(), b.tolist(), r.tolist()
-            for i, k in zip(near[0].tolist(), near[1].tolist()):
+            ii, kk = np.nonzero(near)
+            for i, k in zip(ii.tolist(), kk.tolist()):
                 dist, pa, pb = segment_distance_py(al[i], bl[i], self._static_al[k], self._static_bl[k])
                 dist -= rl[i] + self._static_rl[k]
+                lower = min(lower, dist)
                 if dist < margin:
                     out.append((dist, np.array(pa), np.array(pb), i, None))
         if self._self_pairs:
             si, sk = self._self_i, self._self_k
             sd = mid[si] - mid[sk]
             sgap = np.sqrt(np.einsum("ij,ij->i", sd, sd)) - reach[si] - reach[sk]
-            close = np.nonzero(sgap < margin)[0]
-            if len(close):
+            close = sgap < measure
+            if not close.all():
+                lower = min(lower, float(sgap[~close].min()))
+            if close.any():
                 al, bl, rl = a.tolist(), b.tolist(), r.tolist()
-                for n in close.tolist():
+                for n in np.nonzero(close)[0].tolist():
                     i, k = int(si[n]), int(sk[n])
                     dist, pa, pb = segment_distance_py(al[i], bl[i], al[k], bl[k])
                     dist -= rl[i] + rl[k]
+                    lower = min(lower, dist)
                     if dist < margin:
                         out.append((dist, np.array(pa), np.array(pb), i, k))
-        return out
+        return out, lower
 
     # -- the objective -----------------------------------------------------------------------
     def _residuals(self, q: np.ndarray, target: pin.SE3, weights: IkWeights, history: list[np.ndarray],
@@ -297,12 +329,14 @@ class ArmIK:
                 rows.append(weights.joint_limit * r[near])
                 jac.append(weights.joint_limit * jl[near])
         min_d = np.inf
-        if weights.collision > 0:
+        # the configured clearance shapes streamed motion; a task-only pass (reaching a
+        # target the soft terms held off) only keeps the capsules from touching
+        mg = cfg.collision_margin if soft else CONTACT_MARGIN
+        if weights.collision > 0 and not self._still_clear(q, mg):
             caps = self._capsules_now()
-            # the configured clearance shapes streamed motion; a task-only pass (reaching a
-            # target the soft terms held off) only keeps the capsules from touching
-            mg = cfg.collision_margin if soft else CONTACT_MARGIN
-            for dist, pa, pb, i, k in self._collisions(caps, mg):
+            hits, lower = self._scan(caps, mg, mg + CLEARANCE_SLACK)
+            self._clear = (q.copy(), lower)
+            for dist, pa, pb, i, k in hits:
                 min_d = min(min_d, dist)
                 dv = pa - pb
                 n = dv / max(math.sqrt(dv @ dv), 1e-9)
@@ -316,6 +350,16 @@ class ArmIK:
         value = (p, R, Rt_T @ J[:3], Rt_T @ J[3:], rows, jac, min_d)
         self._q_key, self._q_value = (q.copy(), weights, soft), value
         return value
+
+    def _still_clear(self, q: np.ndarray, margin: float) -> bool:
+        """True when no capsule pair can be within `margin` at q: the clearance bound measured at
+        an earlier posture, less twice the furthest any capsule point can have moved since (both
+        capsules of a pair may move). Temporal coherence: a stream moves little per solve, so the
+        capsules are measured again only every few solves while they are well apart."""
+        if self._clear is None:
+            return False
+        q_ref, lower = self._clear
+        return lower - 2.0 * float(self._rho @ np.abs(q - q_ref)) > margin
 
     def _point_jacobian(self, fid: int, origin: np.ndarray, point: np.ndarray) -> np.ndarray:
         """3×6 linear Jacobian (world axes) of a point fixed to frame fid."""

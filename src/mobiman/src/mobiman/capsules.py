@@ -60,38 +60,12 @@ def capsules_from_urdf(urdf_xml: str, links: set[str] | None = None) -> list[Cap
     return out
 
 
-def segment_closest_points(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
-                           q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Closest points of segments p1-q1 and p2-q2 (Ericson, Real-Time Collision Detection 5.1.9)."""
-    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
-    a, e, f = d1 @ d1, d2 @ d2, d2 @ r
-    eps = 1e-12
-    if a <= eps and e <= eps:
-        return p1, p2
-    if a <= eps:
-        s, t = 0.0, min(max(f / e, 0.0), 1.0)
-    else:
-        c = d1 @ r
-        if e <= eps:
-            s, t = min(max(-c / a, 0.0), 1.0), 0.0
-        else:
-            b = d1 @ d2
-            denom = a * e - b * b
-            s = min(max((b * f - c * e) / denom, 0.0), 1.0) if denom > eps else 0.0
-            t = (b * s + f) / e
-            if t < 0.0:
-                s, t = min(max(-c / a, 0.0), 1.0), 0.0
-            elif t > 1.0:
-                s, t = min(max((b - c) / a, 0.0), 1.0), 1.0
-    return p1 + s * d1, p2 + t * d2
-
-
-
 def segment_distance_py(p1, q1, p2, q2) -> tuple[float, tuple[float, float, float], tuple[float, float, float]]:
-    """`segment_closest_points` on Python floats (3-sequences): (distance, point on 1, point on 2).
+    """Closest points of segments p1-q1 and p2-q2 (3-sequences of floats) and their distance:
+    (distance, point on 1, point on 2). Ericson, Real-Time Collision Detection 5.1.9.
 
-    The same algorithm without numpy: for one pair of 3-vectors, numpy's per-call overhead is
-    most of the cost, and the IK runs this on every residual evaluation."""
+    On Python floats, not numpy: for one pair of 3-vectors numpy's per-call overhead is most of
+    the cost, and the IK runs this on every residual evaluation."""
     p1x, p1y, p1z = p1
     p2x, p2y, p2z = p2
     d1x, d1y, d1z = q1[0] - p1x, q1[1] - p1y, q1[2] - p1z

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from mobiman.arm_ik import LWA, ArmIK, IkConfig, IkWeights
-from mobiman.capsules import segment_closest_points
+from mobiman.capsules import segment_distance_py
 
 PKG = Path(__file__).resolve().parents[2]
 URDF = (PKG.parent / "r1_description" / "urdf" / "r1_v2_1_0.urdf").read_text()
@@ -145,9 +145,9 @@ def test_collision_barrier_gradient_is_the_analytic_one(left):
             now = left._capsules_now()
             a, b, r = now.a[i], now.b[i], now.r[i]
             # the nearest static capsule (the pair measured above, for a small perturbation)
-            return min(float(np.linalg.norm(np.subtract(*segment_closest_points(
-                a, b, left._static_a[k], left._static_b[k])))) - r - left._static_r[k]
-                for k in range(len(left._static_r)))
+            return min(segment_distance_py(a.tolist(), b.tolist(), left._static_a[k].tolist(),
+                                           left._static_b[k].tolist())[0] - r - left._static_r[k]
+                       for k in range(len(left._static_r)))
 
         eps = 1e-6
         fd = np.array([(distance(q + eps * e) - distance(q - eps * e)) / (2 * eps) for e in np.eye(6)])
@@ -207,17 +207,50 @@ def test_bad_side_and_solve_before_reset():
         ik.solve(ik.fk(np.zeros(6)))
 
 
-def test_float_segment_distances_equal_the_numpy_ones():
-    from mobiman.capsules import segment_distance_py
+def test_segment_distance_is_the_minimum_over_both_segments():
+    """Against brute force: the distance is the smallest over a fine grid of both segments'
+    points (never above it, and the grid's spacing close), and the closest points lie on them."""
     rng = np.random.default_rng(3)
-    n = 2000
-    p1, q1, p2, q2 = (rng.normal(size=(n, 3)) for _ in range(4))
-    q1[:50] = p1[:50]                     # degenerate: points
-    q2[25:75] = p2[25:75]
-    q2[100:150] = p2[100:150] + 0.5 * (q1[100:150] - p1[100:150])   # parallel segments
-    for i in range(n):
-        sa, sb = segment_closest_points(p1[i], q1[i], p2[i], q2[i])
-        dist, pa, pb = segment_distance_py(p1[i].tolist(), q1[i].tolist(), p2[i].tolist(), q2[i].tolist())
-        np.testing.assert_allclose(pa, sa, atol=1e-12)
-        np.testing.assert_allclose(pb, sb, atol=1e-12)
-        assert abs(dist - np.linalg.norm(sa - sb)) < 1e-12
+    grid = np.linspace(0.0, 1.0, 401)
+    cases = [tuple(rng.normal(size=(4, 3))) for _ in range(200)]
+    p = rng.normal(size=3)
+    cases += [(p, p.copy(), *rng.normal(size=(2, 3))),                       # a point and a segment
+              (*rng.normal(size=(2, 3)), p, p.copy())]
+    d = rng.normal(size=3)
+    cases.append((p, p + d, p + np.array([0.0, 0.3, 0.0]), p + np.array([0.0, 0.3, 0.0]) + 2 * d))   # parallel
+    for p1, q1, p2, q2 in cases:
+        dist, pa, pb = segment_distance_py(p1.tolist(), q1.tolist(), p2.tolist(), q2.tolist())
+        s1 = p1 + grid[:, None] * (q1 - p1)
+        s2 = p2 + grid[:, None] * (q2 - p2)
+        brute = np.min(np.linalg.norm(s1[:, None, :] - s2[None, :, :], axis=2))
+        assert dist <= brute + 1e-12
+        assert brute - dist < 0.01 * (np.linalg.norm(q1 - p1) + np.linalg.norm(q2 - p2)) + 1e-12
+        assert abs(dist - np.linalg.norm(np.subtract(pa, pb))) < 1e-12
+        for x, a, b in ((np.array(pa), p1, q1), (np.array(pb), p2, q2)):     # on their segments
+            assert abs(np.linalg.norm(x - a) + np.linalg.norm(b - x) - np.linalg.norm(b - a)) < 1e-9
+
+
+def test_clearance_bound_never_misses_a_pair(left):
+    """The temporal-coherence skip is sound: the clearance measured at q_ref, less twice the
+    lever-arm bound of the posture change, never exceeds the true smallest distance at q."""
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(150):
+        q_ref = rng.uniform(left.lower, left.upper)
+        pin.framesForwardKinematics(left.model, left.data, q_ref)
+        _, lower = left._scan(left._capsules_now(), 0.002, 0.052)
+        for scale in (0.01, 0.05, 0.2):
+            q = np.clip(q_ref + rng.normal(scale=scale, size=6), left.lower, left.upper)
+            bound = lower - 2.0 * float(left._rho @ np.abs(q - q_ref))
+            assert left.min_distance(q) >= bound - 1e-9
+            checked += 1
+    assert checked == 450
+    # and it does skip: a tiny step from a clear posture needs no new measurement
+    q0 = (left.lower + left.upper) / 2
+    pin.framesForwardKinematics(left.model, left.data, q0)
+    _, lower = left._scan(left._capsules_now(), 0.002, 0.052)
+    assert lower > 0.05                   # mid-range posture: the arm well clear of everything
+    left._clear = (q0.copy(), lower)
+    assert left._still_clear(q0 + 1e-3, 0.002)
+    assert not left._still_clear(q0 + 0.5, 0.002)
+    left._clear = None
