@@ -217,7 +217,7 @@ class Demo:
         z1, pitch1 = self._torso_height_pitch()
         expected = self.cfg.lift_speed * self.cfg.lift_time
         return [Outcome("lift torso", "torso height gained", z1 - z0, expected, 0.1 * expected + 0.005, "m"),
-                Outcome("lift torso", "pitch change", pitch1 - pitch0, 0.0, 0.03, "rad")]
+                Outcome("lift torso", "pitch change", pitch1 - pitch0, 0.0, 0.01, "rad")]
 
     def _torso_height_pitch(self) -> tuple[float, float]:
         m = self.base_pose.get()
