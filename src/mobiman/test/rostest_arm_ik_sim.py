@@ -19,13 +19,12 @@ import rospkg
 import rospy
 import rostest
 import tf2_ros
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mobiman.arm_ik import ArmIK
-from mobiman.ros_testing import Latest, Recorder
+from mobiman.ros_testing import Diagnostics, Latest, Recorder
 from mobiman.robot_model import RobotModel, load_group_config
 
 # The guide's examples (手臂姿态控制), as written there: empty frame_id = torso_link4.
@@ -86,29 +85,6 @@ class Streamer:
     def stop(self):
         self.running = False
         self.thread.join()
-
-
-class Diagnostics:
-    """The latest diagnostics status of each name."""
-
-    def __init__(self):
-        self.status, self.lock = {}, threading.Lock()
-        self.sub = rospy.Subscriber("/diagnostics", DiagnosticArray, self._cb, queue_size=20)
-
-    def _cb(self, msg):
-        with self.lock:
-            for s in msg.status:
-                self.status[s.name] = s
-
-    def of(self, node, timeout=60.0, predicate=None):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                found = [s for name, s in self.status.items() if name.startswith(node + ":")]
-            if found and (predicate is None or predicate(found[0])):
-                return found[0]
-            time.sleep(0.1)
-        raise AssertionError(f"no {'matching ' if predicate else ''}diagnostics of {node} within {timeout} s")
 
 
 def values(status):
@@ -221,7 +197,8 @@ class ArmIkSimTest(unittest.TestCase):
                                   GUIDE_YAML % (*GUIDE[s][0], *GUIDE[s][1]), "-r", "10"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for s in GUIDE]
         try:
-            settled = {s: self.wait_settled(s) for s in GUIDE}
+            for s in GUIDE:
+                self.wait_settled(s)
             rospy.loginfo(f"arm_ik_sim: both arms settled after {time.monotonic() - t_start:.0f} s")
             for s, rec in self.out_rec.items():
                 outputs[s] = rec.stop()

@@ -9,7 +9,6 @@ Remote: /sim/remote -> simulated receiver -> CAN -> HDAS /controller -> r1_contr
 
 Simulated time runs at a fifth of real time here: every wait is a condition with a deadline.
 """
-import threading
 from collections import Counter
 import time
 import unittest
@@ -19,13 +18,12 @@ import pinocchio as pin
 import rospkg
 import rospy
 import rostest
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, Twist
 from hdas_msg.msg import controller_signal, controller_signal_stamped, motor_control
 from sensor_msgs.msg import JointState
 
 from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.ros_testing import Latest, Recorder
+from mobiman.ros_testing import Diagnostics, Latest, Recorder
 
 POSES = {"torso": ("/motion_control/pose_floating_base", "/hdas/feedback_torso", "base_link"),
          "left": ("/motion_control/pose_ee_arm_left", "/hdas/feedback_arm_left", "torso_link4"),
@@ -45,27 +43,6 @@ def se3(msg: PoseStamped) -> pin.SE3:
 
 def pose_error(a: pin.SE3, b: pin.SE3) -> tuple:
     return float(np.linalg.norm(a.translation - b.translation)), float(np.linalg.norm(pin.log3(a.rotation.T @ b.rotation)))
-
-
-class Diagnostics:
-    def __init__(self):
-        self.status, self.lock = {}, threading.Lock()
-        self.sub = rospy.Subscriber("/diagnostics", DiagnosticArray, self._cb, queue_size=20)
-
-    def _cb(self, msg):
-        with self.lock:
-            for s in msg.status:
-                self.status[s.name] = s
-
-    def wait(self, name, predicate, timeout=120.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                s = self.status.get(name)
-            if s is not None and predicate(s):
-                return s
-            time.sleep(0.05)
-        raise AssertionError(f"no matching diagnostics {name!r} within {timeout} s (last: {s})")
 
 
 class EePoseRcSimTest(unittest.TestCase):

@@ -59,3 +59,40 @@ class Recorder:
         self.recording = False
         with self.lock:
             return list(self.items)
+
+
+class Diagnostics:
+    """The latest /diagnostics status of each name, waited on by name or by node."""
+
+    def __init__(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        self.status: dict[str, Any] = {}
+        self.lock = threading.Lock()
+        self.sub = rospy.Subscriber("/diagnostics", DiagnosticArray, self._cb, queue_size=20)
+
+    def _cb(self, msg: Any) -> None:
+        with self.lock:
+            for s in msg.status:
+                self.status[s.name] = s
+
+    def wait(self, name: str, predicate: Callable[[Any], bool], timeout: float = 120.0) -> Any:
+        """The status called `name` once `predicate` holds for it; AssertionError after `timeout` s."""
+        deadline, s = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            with self.lock:
+                s = self.status.get(name)
+            if s is not None and predicate(s):
+                return s
+            time.sleep(0.05)
+        raise AssertionError(f"no matching diagnostics {name!r} within {timeout} s (last: {s})")
+
+    def of(self, node: str, timeout: float = 60.0, predicate: Callable[[Any], bool] | None = None) -> Any:
+        """The first status of `node` (name starting with "node:"), matching `predicate` if given."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                found = [s for name, s in self.status.items() if name.startswith(node + ":")]
+            if found and (predicate is None or predicate(found[0])):
+                return found[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no {'matching ' if predicate else ''}diagnostics of {node} within {timeout} s")
