@@ -82,3 +82,14 @@ class StallProbe(threading.Thread):
             if over > 0.02:
                 self.stalled += over
                 self.worst = max(self.worst, over)
+
+
+def stall_fraction(seconds: float) -> float:
+    """Share of `seconds` the machine did not run a sleeping probe (oversleeps beyond 20 ms)."""
+    lost, t_end = 0.0, time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        t = time.perf_counter()
+        time.sleep(0.01)
+        over = time.perf_counter() - t - 0.01
+        lost += over if over > 0.02 else 0.0
+    return lost / seconds

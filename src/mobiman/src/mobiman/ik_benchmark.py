@@ -37,6 +37,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pinocchio as pin
 
+from hdas.benchtools import stall_fraction
+
 BASE_FRAME = "torso_link4"
 POS_TOL = 1e-3          # [m]   success thresholds
 ROT_TOL = 1e-2          # [rad]
@@ -515,17 +517,6 @@ def summarize_streamed(recs: dict[str, Record], paths: list[StreamPath]) -> dict
             "position_error_m": _stats(pos, 1.0, 9), "orientation_error_rad": _stats(rot, 1.0, 8),
             "time_ms": _stats(t, 1e3, 4), "cpu_ms": _stats(cpu, 1e3, 4), "cpu_total_s": round(float(np.sum(cpu)), 2),
             "max_joint_jump_rad": round(float(np.nanmax(jumps)), 5), "nan": nan}
-
-
-def stall_fraction(seconds: float) -> float:
-    """Share of `seconds` the machine did not run a sleeping probe (oversleeps beyond 20 ms)."""
-    lost, t_end = 0.0, time.monotonic() + seconds
-    while time.monotonic() < t_end:
-        t = time.perf_counter()
-        time.sleep(0.01)
-        over = time.perf_counter() - t - 0.01
-        lost += over if over > 0.02 else 0.0
-    return lost / seconds
 
 
 def make_solvers(urdf_xml: str, ref: ArmReference, names: Sequence[str], ours_config: dict | None) -> list[Solver]:

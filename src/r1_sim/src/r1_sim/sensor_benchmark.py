@@ -10,36 +10,19 @@ from __future__ import annotations
 
 import os
 import platform
-import threading
 import time
 from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
 
+from hdas.benchtools import StallProbe
 from r1_sim.encoding import cloud_data, depth_16uc1, depth_32fc1, jpeg
 from r1_sim.scene import Scene
 from r1_sim.sensor_rig import SensorConfig, SensorRig
 
 VENDOR_CAMERA_FPS = 15.0   # r1_sdk_facts.md §6: ZED and RealSense at 15 fps (chassis cameras assumed alike)
 VENDOR_LIDAR_HZ = 10.0
-
-
-class StallProbe(threading.Thread):
-    """Sleeps 10 ms at a time and adds up oversleeps beyond 20 ms: time the machine was not ours."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.stalled, self.worst, self.running = 0.0, 0.0, True
-
-    def run(self) -> None:
-        while self.running:
-            t = time.perf_counter()
-            time.sleep(0.01)
-            over = time.perf_counter() - t - 0.01
-            if over > 0.02:
-                self.stalled += over
-                self.worst = max(self.worst, over)
 
 
 def _measure(fn, repeats: int) -> tuple[list[float], list[float], Any]:
