@@ -8,7 +8,6 @@ Simulated time runs at a fraction of real time here: every wait is a condition w
 wall-time deadline of minutes; durations are measured on ROS (simulated) time.
 """
 import math
-import threading
 import time
 import unittest
 

@@ -88,7 +88,7 @@ class SystemSimTest(unittest.TestCase):
         urdf = ET.fromstring(rospy.get_param("/robot_description"))
         links = [link.get("name") for link in urdf.iter("link")]
         buf = tf2_ros.Buffer()
-        listener = tf2_ros.TransformListener(buf)   # noqa: F841 (kept alive while waiting)
+        self._tf_listener = tf2_ros.TransformListener(buf)   # kept alive while waiting
         deadline = time.monotonic() + 120
         missing = links
         while missing and time.monotonic() < deadline:

@@ -11,7 +11,7 @@ import yaml
 
 from hdas import damiao
 from hdas.config import parse_config
-from hdas.damiao import ControlMode, Status
+from hdas.damiao import ControlMode
 from hdas.errors import ARM_TABLE, TORSO_TABLE, Condition
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
 from hdas.urdf_limits import limit_arrays, read_limits

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 AXES = ("left_x", "left_y", "right_x", "right_y")
 TWIST_FIELDS = ("linear_x", "linear_y", "angular_z")

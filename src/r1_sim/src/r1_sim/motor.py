@@ -19,7 +19,6 @@ it accepts, on its MST_ID) and produces the torque the physics applies:
 from __future__ import annotations
 
 import math
-import struct
 
 from hdas import damiao
 from hdas.damiao import ControlMode, MotorLimits, Register, RegisterCommand, Status

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from r1_sim.scene import BOX, CYLINDER, SPHERE, Floor, Shapes
+from r1_sim.scene import BOX, CYLINDER, Floor, Shapes
 
 FLOOR = -2       # index of a floor hit
 MISS = -1        # index where nothing was hit within max_range

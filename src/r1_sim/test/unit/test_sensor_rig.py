@@ -5,8 +5,6 @@ taken from config/scene.yaml, so a wrong frame, base transform or joint mapping 
 """
 from __future__ import annotations
 
-import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
