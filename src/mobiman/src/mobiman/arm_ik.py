@@ -170,6 +170,7 @@ class ArmIK:
         self._damping, self._lambda0 = np.eye(6), 1e-3
         self._eye6 = np.eye(6)
         self._q_key: tuple | None = None       # _q_terms' cache: (q, weights, soft) and its value
+        self._sv_ref: tuple[np.ndarray, float] | None = None   # last decomposed task Jacobian, its σ_min
         self._q_value: tuple = ()
         self._goal: np.ndarray | None = None     # a posture the stream travels to (recovery)
         self._cooldown = 0
@@ -289,9 +290,14 @@ class ArmIK:
         E = target.rotation.T @ R
         dp = p - target.translation
         e_rot = pin.log3(E)
+        pos_err, rot_err = math.sqrt(dp @ dp), math.sqrt(e_rot @ e_rot)
+        if not (soft and history) and not extra_rows:     # the task alone (most solves): no stacking
+            r, A = np.empty(6), np.empty((6, 6))
+            r[:3], r[3:] = weights.position * dp, weights.orientation * e_rot
+            A[:3], A[3:] = weights.position * Jp, weights.orientation * (pin.Jlog3(E) @ R.T @ Jw)
+            return r, A, pos_err, rot_err, min_d
         rows = [weights.position * dp, weights.orientation * e_rot]
         jac = [weights.position * Jp, weights.orientation * (pin.Jlog3(E) @ R.T @ Jw)]
-        pos_err, rot_err = math.sqrt(dp @ dp), math.sqrt(e_rot @ e_rot)
         if soft and history:
             h, eye = history, self._eye6
             for w, coeffs in ((weights.velocity, (1, -1)), (weights.acceleration, (1, -2, 1)),
@@ -351,6 +357,20 @@ class ArmIK:
         self._q_key, self._q_value = (q.copy(), weights, soft), value
         return value
 
+    def _smallest_singular_value(self, a6: np.ndarray) -> float:
+        """σ_min of the weighted task Jacobian, or a value ≥ SR_SIGMA when it is surely above it.
+
+        Weyl: |σ_min(A) − σ_min(B)| ≤ ‖A − B‖₂ ≤ ‖A − B‖_F, so next to the last decomposed
+        Jacobian (a stream moves little per solve) an SVD is needed only near the threshold."""
+        ref = self._sv_ref
+        if ref is not None:
+            d = a6 - ref[0]
+            if ref[1] - math.sqrt(float(np.einsum("ij,ij->", d, d))) >= SR_SIGMA:
+                return SR_SIGMA
+        sigma = float(np.linalg.svd(a6, compute_uv=False)[-1])
+        self._sv_ref = (a6.copy(), sigma)
+        return sigma
+
     def _still_clear(self, q: np.ndarray, margin: float) -> bool:
         """True when no capsule pair can be within `margin` at q: the clearance bound measured at
         an earlier posture, less twice the furthest any capsule point can have moved since (both
@@ -405,7 +425,7 @@ class ArmIK:
             g = A.T @ r
             # singularity-robust floor on the damping (Nakamura & Hanafusa): near a singular
             # posture the task's weakest direction is damped instead of spinning the wrist
-            sigma = np.linalg.svd(A[:6], compute_uv=False)[-1]
+            sigma = self._smallest_singular_value(A[:6])
             floor = SR_DAMPING * (1.0 - (sigma / SR_SIGMA) ** 2) if sigma < SR_SIGMA else 0.0
             dq = np.linalg.solve(H + max(lam, floor) * self._damping, -g)
             # joints on a bound that the step pushes outward are held there (active set),

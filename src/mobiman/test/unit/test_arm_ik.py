@@ -254,3 +254,27 @@ def test_clearance_bound_never_misses_a_pair(left):
     assert left._still_clear(q0 + 1e-3, 0.002)
     assert not left._still_clear(q0 + 0.5, 0.002)
     left._clear = None
+
+
+def test_singular_value_shortcut_never_hides_a_small_one(left):
+    """_smallest_singular_value may skip the SVD only when σ_min is surely above the threshold."""
+    from mobiman.arm_ik import SR_SIGMA
+    rng = np.random.default_rng(5)
+    left._sv_ref = None
+    a = 2.0 * np.eye(6) + 0.3 * rng.normal(size=(6, 6))     # well conditioned, as a task Jacobian mostly is
+    skipped = 0
+    for k in range(3000):
+        a = a + rng.normal(scale=0.005, size=(6, 6))
+        if k % 500 in (250, 300):                # a near-singular stretch, then back
+            u, s, vt = np.linalg.svd(a)
+            s[-1] = 0.1 * SR_SIGMA if k % 500 == 250 else 3.0 * SR_SIGMA
+            a = u @ np.diag(s) @ vt
+        true = np.linalg.svd(a, compute_uv=False)[-1]
+        got = left._smallest_singular_value(a)
+        if got >= SR_SIGMA:
+            assert true >= SR_SIGMA - 1e-12
+            skipped += got == SR_SIGMA and true != SR_SIGMA
+        else:
+            assert got == pytest.approx(true, abs=1e-12)
+    assert skipped > 1000                        # and it does skip
+    left._sv_ref = None
