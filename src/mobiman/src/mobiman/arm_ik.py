@@ -340,7 +340,10 @@ class ArmIK:
         mg = cfg.collision_margin if soft else CONTACT_MARGIN
         if weights.collision > 0 and not self._still_clear(q, mg):
             caps = self._capsules_now()
-            hits, lower = self._scan(caps, mg, mg + CLEARANCE_SLACK)
+            # measuring beyond the margin pays only when the next posture is near (a stream):
+            # after a big move (the iterations of a cold solve) the bound would not carry over
+            near = self._clear is not None and self._moved(q, self._clear[0]) < CLEARANCE_SLACK
+            hits, lower = self._scan(caps, mg, mg + CLEARANCE_SLACK if near else mg)
             self._clear = (q.copy(), lower)
             for dist, pa, pb, i, k in hits:
                 min_d = min(min_d, dist)
@@ -379,7 +382,11 @@ class ArmIK:
         if self._clear is None:
             return False
         q_ref, lower = self._clear
-        return lower - 2.0 * float(self._rho @ np.abs(q - q_ref)) > margin
+        return lower - self._moved(q, q_ref) > margin
+
+    def _moved(self, q: np.ndarray, q_ref: np.ndarray) -> float:
+        """Bound on how much closer any capsule pair can have come between q_ref and q [m]."""
+        return 2.0 * float(self._rho @ np.abs(q - q_ref))
 
     def _point_jacobian(self, fid: int, origin: np.ndarray, point: np.ndarray) -> np.ndarray:
         """3×6 linear Jacobian (world axes) of a point fixed to frame fid."""
