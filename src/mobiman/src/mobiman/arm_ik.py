@@ -39,6 +39,8 @@ REACHED_ORIENTATION = 1e-2    # [rad]
 CONTACT_MARGIN = 0.002        # [m] clearance kept by task-only passes
 CLEARANCE_SLACK = 0.05        # [m] pairs measured beyond the margin, so a clearance bound carries over
 RECOVERY_COOLDOWN = 10          # streamed solves between two searches for another posture
+FAR_POSITION, FAR_ORIENTATION = 0.005, 0.05   # [m], [rad] a stream this far off its target is out of reach
+FAR_TARGET_STEP = 0.01          # [m] and [rad]: a target that moved less than this is still out of reach
 SR_SIGMA, SR_DAMPING = 0.5, 0.05   # singularity-robust damping below this singular value of the weighted task Jacobian
 
 
@@ -171,6 +173,7 @@ class ArmIK:
         self._eye6 = np.eye(6)
         self._q_key: tuple | None = None       # _q_terms' cache: (q, weights, soft) and its value
         self._sv_ref: tuple[np.ndarray, float] | None = None   # last decomposed task Jacobian, its σ_min
+        self._far: pin.SE3 | None = None      # the last target the stream ended well short of
         self._q_value: tuple = ()
         self._goal: np.ndarray | None = None     # a posture the stream travels to (recovery)
         self._cooldown = 0
@@ -374,6 +377,15 @@ class ArmIK:
         self._sv_ref = (a6.copy(), sigma)
         return sigma
 
+    def _still_far(self, target: pin.SE3) -> bool:
+        """The last solve ended well short of its target, and this target is near that one."""
+        far = self._far
+        if far is None:
+            return False
+        d = target.translation - far.translation
+        turn = pin.log3(far.rotation.T @ target.rotation)
+        return math.sqrt(d @ d) < FAR_TARGET_STEP and math.sqrt(turn @ turn) < FAR_TARGET_STEP
+
     def _still_clear(self, q: np.ndarray, margin: float) -> bool:
         """True when no capsule pair can be within `margin` at q: the clearance bound measured at
         an earlier posture, less twice the furthest any capsule point can have moved since (both
@@ -406,10 +418,10 @@ class ArmIK:
         z = J[3:].T                                        # joint axes (world), 6×3
         po = d.oMi[self._wrist_joint].translation - np.array([d.oMi[j].translation for j in range(1, 7)])
         zj, zk = z[:, None, :], z[None, :, :]              # [j, k] grids
-        zkzj = np.cross(zk, zj)
-        before = np.tril(np.ones((6, 6), dtype=bool))[:, :, None]       # joint k at or before joint j
-        lin = np.where(before, np.cross(zkzj, po[:, None, :]) + np.cross(zj, np.cross(zk, po[:, None, :])),
-                       np.cross(zj, np.cross(zk, po[None, :, :])))
+        zkzj = _cross(zk, zj)
+        before = _LOWER_6[:, :, None]                      # joint k at or before joint j
+        lin = np.where(before, _cross(zkzj, po[:, None, :]) + _cross(zj, _cross(zk, po[:, None, :])),
+                       _cross(zj, _cross(zk, po[None, :, :])))
         dJ = np.concatenate([lin, np.where(before, zkzj, 0.0)], axis=2).transpose(2, 0, 1)   # dJ[:, j, k] = ∂J_j/∂q_k
         adj = _adjugate(J)
         grad = np.einsum("ji,ijk->k", adj, dJ)             # ∂det/∂q_k = tr(adj(J) ∂J/∂q_k)
@@ -446,7 +458,9 @@ class ArmIK:
             r2, A2, pe2, re2, md2 = self._residuals(q_new, target, w, history, soft)
             c2 = r2 @ r2
             if c2 < cost:
-                small = cost - c2 < 1e-12 * max(cost, 1e-12)
+                # a plateau ends the search: the task alone converges to zero (the tolerances stop it),
+                # the full objective to its floor, where 1e-6 of the cost is far below any error
+                small = cost - c2 < (1e-6 if soft else 1e-12) * max(cost, 1e-12)
                 q, r, A, pe, re, md, cost = q_new, r2, A2, pe2, re2, md2, c2
                 lam = max(lam / 5, 1e-9)
                 if small:
@@ -461,7 +475,7 @@ class ArmIK:
         """Start the stream's history at q (the measured joints)."""
         q = np.clip(np.asarray(q, float), self.lower, self.upper)
         self._history = [q.copy(), q.copy(), q.copy()]
-        self._goal, self._cooldown = None, 0
+        self._goal, self._cooldown, self._far = None, 0, None
 
     def solve(self, target: pin.SE3) -> IkResult:
         """Streamed solve: from the last solution, no joint moves more than max_step."""
@@ -473,12 +487,20 @@ class ArmIK:
         # the task first (warm start: the nearest solution); the RelaxedIK objective decides
         # only where the task cannot be met: how to approach an unreachable target
         start = prev if self._goal is None else self._goal
-        q, pe, re, it, md = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
+        if self._goal is None and self._still_far(target):
+            # well out of reach a moment ago and the target has hardly moved: the task alone
+            # would fail again after all its iterations; only the full objective decides
+            q, pe, re, it, md = prev, np.inf, np.inf, 0, np.inf
+        else:
+            q, pe, re, it, md = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
         solved = q                     # pe and re are this q's errors (a recovery below replaces q)
+        self._far = None
         if not (pe < REACHED_POSITION and re < REACHED_ORIENTATION):
             q, pe, re, it2, md = self._lm(prev.copy(), target, self._history, self.config.max_iterations)
             solved = q
             it += it2
+            if pe > FAR_POSITION or re > FAR_ORIENTATION:
+                self._far = target
             self._goal = None
             if self._cooldown <= 0:
                 # stuck on a branch that cannot reach (e.g. past a wrist singularity, at a joint
@@ -564,10 +586,23 @@ class ArmIK:
         return self._table_q[np.atleast_1d(idx)]
 
 
+_LOWER_6 = np.tril(np.ones((6, 6), dtype=bool))
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a × b over the last axis (size 3), broadcasting the others: np.cross without its per-call
+    axis handling, which cost more than the products for these small grids."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def _adjugate(a: np.ndarray) -> np.ndarray:
     """adj(A) (A·adj(A) = det(A)·I), defined also for a singular A: from the SVD."""
     u, s, vt = np.linalg.svd(a)
-    prod = np.array([np.prod(np.delete(s, i)) for i in range(len(s))])
+    prod = np.prod(s) / np.where(s > 0.0, s, 1.0)          # product of the other singular values
+    if np.any(s <= 0.0):                                    # exactly singular: the products directly
+        prod = np.array([np.prod(np.delete(s, i)) for i in range(len(s))])
     return np.linalg.det(u) * np.linalg.det(vt) * (vt.T * prod) @ u.T
 
 
