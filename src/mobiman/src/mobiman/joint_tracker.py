@@ -26,12 +26,14 @@ class TargetError(ValueError):
 
 def _vector(values: Sequence[float], n: int, what: str, error: type[Exception] = ValueError) -> np.ndarray:
     """n finite values; an extra (n+1)-th entry, the gripper on HDAS arm topics, is dropped."""
-    v = np.asarray(values, dtype=float).ravel()
+    v = values if type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 1 \
+        else np.asarray(values, dtype=float).ravel()          # (this runs several times per control tick)
     if v.shape[0] not in (n, n + 1):
         raise error(f"{what} has {v.shape[0]} entries, expected {n} (or {n + 1} with a gripper)")
-    if not np.isfinite(v[:n]).all():
-        raise error(f"{what} has non-finite entries: {v[:n].tolist()}")
-    return v[:n]
+    v = v[:n]
+    if not math.isfinite(v @ v):       # NaN and inf propagate (and a joint value past 1e154 is no value)
+        raise error(f"{what} has non-finite entries: {v.tolist()}")
+    return v
 
 
 @dataclass(frozen=True)
