@@ -29,7 +29,7 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
-from mobiman.joint_tracker import TargetError, friction_feedforward, gravity_feedforward
+from mobiman.joint_tracker import Posture, TargetError, feedforward_at, friction_feedforward
 from mobiman.robot_model import RobotModel, load_group_config
 from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
 
@@ -72,7 +72,7 @@ class TorsoSpeedNode:
             raise SystemExit(f"{self.name}: friction_coulomb and friction_viscous need 4 non-negative entries "
                              "each, friction_smoothing a positive value")
         self.lock = threading.Lock()                   # the core and the pinocchio data
-        self.measured: dict[str, np.ndarray] = {}      # latest measured positions of every group
+        self.posture = Posture(self.model)             # the measured upper body, for gravity (under lock)
         self.feedback_stamp, self.feedback_wall = -1e9, -1e9
         self.stale, self.stale_count, self.bad_feedback = False, 0, 0
         # one tick per feedback message: rate (ROS time), compute, latency = the feedback's stamp ->
@@ -120,9 +120,11 @@ class TorsoSpeedNode:
             self.throttle(rospy.logwarn, "clamp_target", f"{self.name}: joint target: " + "; ".join(notes))
 
     def _on_arm_feedback(self, msg: JointState, group: str) -> None:
-        q = np.asarray(msg.position, float)[:6]
-        if len(q) == 6 and np.all(np.isfinite(q)):
-            self.measured[group] = q
+        try:
+            with self.lock:
+                self.posture.set(group, msg.position)
+        except ValueError as e:
+            self.throttle(rospy.logerr, f"{group}/feedback", f"{self.name}: {group} feedback ignored: {e}")
 
     def _on_feedback(self, msg: JointState) -> None:
         """One tick: the feedback message drives the controller and the output."""
@@ -142,10 +144,10 @@ class TorsoSpeedNode:
             first = not self.core.started
             cmd = self.core.step(now, q)
             events, self.core.events = self.core.events, []
-            self.measured["torso"] = q
-            posture = {**self.measured, "torso": cmd.position} if self.gravity_at_plan else dict(self.measured)
-            t_ff = gravity_feedforward(self.model, posture, "torso", cmd.acceleration if self.inertial else None,
-                                       self.inertial)
+            self.posture.set("torso", q)
+            q_dyn = self.posture.with_group("torso", cmd.position) if self.gravity_at_plan else self.posture.q
+            t_ff = feedforward_at(self.model, q_dyn, "torso", cmd.acceleration if self.inertial else None,
+                                  self.inertial)
             t_ff += friction_feedforward(cmd.velocity, self.friction_coulomb, self.friction_viscous,
                                          self.friction_smoothing)
             pose = self.core.frame_pose(q)
