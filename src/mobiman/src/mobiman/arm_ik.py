@@ -254,19 +254,16 @@ class ArmIK:
         reach = np.sqrt(np.einsum("ij,ij->i", half, half)) * 0.5 + r
         diff = mid[:, None, :] - self._static_mid[None, :, :]
         gap = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)) - reach[:, None] - self._static_reach[None, :]
-        out, lower = [], np.inf
+        al, bl, rl = a.tolist(), b.tolist(), r.tolist()
+        lower = np.inf
+        pairs: list[tuple[int, list, list, float, int | None]] = []   # (i, other's a, b, radius, k or None)
         near = gap < measure
         if not near.all():
             lower = float(gap[~near].min())
         if near.any():
-            al, bl, rl = a.tolist(), b.tolist(), r.tolist()
             ii, kk = np.nonzero(near)
-            for i, k in zip(ii.tolist(), kk.tolist()):
-                dist, pa, pb = segment_distance_py(al[i], bl[i], self._static_al[k], self._static_bl[k])
-                dist -= rl[i] + self._static_rl[k]
-                lower = min(lower, dist)
-                if dist < margin:
-                    out.append((dist, np.array(pa), np.array(pb), i, None))
+            pairs += [(i, self._static_al[k], self._static_bl[k], self._static_rl[k], None)
+                      for i, k in zip(ii.tolist(), kk.tolist())]
         if self._self_pairs:
             si, sk = self._self_i, self._self_k
             sd = mid[si] - mid[sk]
@@ -275,14 +272,14 @@ class ArmIK:
             if not close.all():
                 lower = min(lower, float(sgap[~close].min()))
             if close.any():
-                al, bl, rl = a.tolist(), b.tolist(), r.tolist()
-                for n in np.nonzero(close)[0].tolist():
-                    i, k = int(si[n]), int(sk[n])
-                    dist, pa, pb = segment_distance_py(al[i], bl[i], al[k], bl[k])
-                    dist -= rl[i] + rl[k]
-                    lower = min(lower, dist)
-                    if dist < margin:
-                        out.append((dist, np.array(pa), np.array(pb), i, k))
+                pairs += [(int(si[n]), al[sk[n]], bl[sk[n]], rl[sk[n]], int(sk[n])) for n in np.nonzero(close)[0]]
+        out = []
+        for i, other_a, other_b, other_r, k in pairs:
+            dist, pa, pb = segment_distance_py(al[i], bl[i], other_a, other_b)
+            dist -= rl[i] + other_r
+            lower = min(lower, dist)
+            if dist < margin:
+                out.append((dist, np.array(pa), np.array(pb), i, k))
         return out, lower
 
     # -- the objective -----------------------------------------------------------------------
