@@ -2,13 +2,12 @@
 
 `load_topics` and `problems` are ROS-free (pytest); `TopicWatcher` counts messages per topic with
 rospy.AnyMsg subscribers (no message class needed, the type comes from the connection header), so
-one watcher serves scripts/run's wait and status table, the system rostest and the benchmark.
+one watcher serves scripts/run's wait, the system rostest and the benchmark.
 """
 from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -68,17 +67,15 @@ def problems(specs: Iterable[TopicSpec], published_types: Mapping[str, str],
 
 
 class TopicWatcher:
-    """Counts the messages of each stream topic and their arrival times on the ROS clock (rospy needed)."""
+    """Counts the messages of each stream topic and notes their type (rospy needed)."""
 
-    def __init__(self, specs: Sequence[TopicSpec], window_s: float = 5.0):
+    def __init__(self, specs: Sequence[TopicSpec]):
         import rospy
         self._rospy = rospy
         self.specs = list(specs)
-        self.window_s = window_s
         self._lock = threading.Lock()
         self._count: dict[str, int] = {}
         self._type: dict[str, str] = {}
-        self._times: dict[str, deque] = {}
         self._subs = [rospy.Subscriber(s.name, rospy.AnyMsg, self._cb, s.name, queue_size=50)
                       for s in self.specs if s.kind == "stream"]
 
@@ -90,24 +87,13 @@ class TopicWatcher:
         self._subs = []
 
     def _cb(self, msg, topic: str) -> None:
-        now = self._rospy.get_time()
         with self._lock:
             self._count[topic] = self._count.get(topic, 0) + 1
             self._type[topic] = msg._connection_header.get("type", "")
-            self._times.setdefault(topic, deque(maxlen=5000)).append(now)
 
     def received(self) -> dict[str, tuple[int, str]]:
         with self._lock:
             return {t: (c, self._type.get(t, "")) for t, c in self._count.items()}
-
-    def rate_hz(self, topic: str) -> float:
-        """Messages per second of the ROS clock over the last `window_s` (0 when fewer than two)."""
-        now = self._rospy.get_time()
-        with self._lock:
-            times = [t for t in self._times.get(topic, ()) if t >= now - self.window_s]
-        if len(times) < 2:
-            return 0.0
-        return (len(times) - 1) / max(now - times[0], times[-1] - times[0], 1e-9)
 
     def problems(self) -> list[str]:
         import rosgraph
