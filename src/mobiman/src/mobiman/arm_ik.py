@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg import lapack
 from scipy.spatial import cKDTree
 
 from mobiman.capsules import capsules_from_urdf, segment_distance_py
@@ -40,6 +41,10 @@ CONTACT_MARGIN = 0.002        # [m] clearance kept by task-only passes
 CLEARANCE_SLACK = 0.05        # [m] pairs measured beyond the margin, so a clearance bound carries over
 RECOVERY_COOLDOWN = 10          # streamed solves between two searches for another posture
 FAR_POSITION, FAR_ORIENTATION = 0.005, 0.05   # [m], [rad] a stream this far off its target is out of reach
+STALL_RATIO, STALL_STEPS = 0.7, 4   # a streamed task pass crawling this slowly gives up
+COLLIDING_ANSWERS = 4           # cold seeds that meet the target only in collision: it asks for one
+REACH_SLACK = 0.002             # [m] a wrist centre this far beyond the reach is surely out of it
+REACH_EDGE = 0.01               # [m] this close to the reach every posture has its elbow straight
 FAR_TARGET_STEP = 0.01          # [m] and [rad]: a target that moved less than this is still out of reach
 SR_SIGMA, SR_DAMPING = 0.5, 0.05   # singularity-robust damping below this singular value of the weighted task Jacobian
 
@@ -171,6 +176,7 @@ class ArmIK:
         self._history: list[np.ndarray] = []
         self._damping, self._lambda0 = np.eye(6), 1e-3
         self._eye6 = np.eye(6)
+        self._task_weights = IkWeights(**{**vars(self.config.weights), "collision": 0.0})   # cold passes
         self._q_key: tuple | None = None       # _q_terms' cache: (q, weights, soft) and its value
         self._sv_ref: tuple[np.ndarray, float] | None = None   # last decomposed task Jacobian, its σ_min
         self._far: pin.SE3 | None = None      # the last target the stream ended well short of
@@ -178,12 +184,67 @@ class ArmIK:
         self._goal: np.ndarray | None = None     # a posture the stream travels to (recovery)
         self._cooldown = 0
         self._build_seed_table(np.random.default_rng(seed))
+        self._shoulder, self._wrist_offset, self.reach = self._reach_geometry(np.random.default_rng(seed + 1))
 
     # -- kinematics ------------------------------------------------------------------------
     def fk(self, q: np.ndarray) -> pin.SE3:
         """{side}_gripper_link relative to torso_link4."""
         pin.framesForwardKinematics(self.model, self.data, np.asarray(q, float))
         return self._oMt.actInv(self.data.oMf[self._ee])
+
+    def _wrist_centre(self, q: np.ndarray) -> np.ndarray:
+        """Where the axes of joints 4-6 meet, in torso_link4."""
+        pin.forwardKinematics(self.model, self.data, np.asarray(q, float))
+        return self._oMt.actInv(self.data.oMi[5].act(self._wrist_in_j5))
+
+    def _axes_meeting_point(self) -> np.ndarray:
+        """The point nearest to the axes of joints 4, 5 and 6 (least squares), in joint 5's frame."""
+        m, d = self.model, self.data
+        q = (self.lower + self.upper) / 2
+        pin.computeJointJacobians(m, d, q)
+        lhs, rhs = np.zeros((3, 3)), np.zeros(3)
+        for j in (4, 5, 6):
+            axis = pin.getJointJacobian(m, d, j, pin.LOCAL_WORLD_ALIGNED)[3:, j - 1]
+            proj = np.eye(3) - np.outer(axis, axis) / (axis @ axis)
+            lhs += proj
+            rhs += proj @ d.oMi[j].translation
+        return d.oMi[5].actInv(np.linalg.solve(lhs, rhs))
+
+    def _reach_geometry(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
+        """The shoulder point, the wrist centre in the gripper frame, and the reach (max distance
+        between the two), all measured on the model: what `beyond_reach` needs.
+
+        The spherical wrist makes the wrist centre a fixed point of the gripper frame, and joint 2's
+        origin lies on joint 1's axis, so no posture puts a target's wrist centre further from that
+        shoulder point than the reach. Where the model breaks either assumption the check is off
+        (reach = inf)."""
+        self._wrist_in_j5 = self._axes_meeting_point()
+        qs = rng.uniform(self.lower, self.upper, size=(200, 6))
+        shoulders, offsets, dists = [], [], []
+        for q in qs:
+            wc = self._wrist_centre(q)
+            shoulders.append(self._oMt.actInv(self.data.oMi[2].translation))
+            offsets.append(self.fk(q).actInv(wc))
+        shoulder, offset = shoulders[0], offsets[0]
+        if np.ptp(np.array(shoulders), axis=0).max() > 1e-6 or np.ptp(np.array(offsets), axis=0).max() > 1e-4:
+            return shoulder, offset, math.inf
+
+        def minus_distance(q: np.ndarray) -> float:
+            return -float(np.linalg.norm(self._wrist_centre(q) - shoulder))
+
+        dists = [-minus_distance(q) for q in self._table_q]
+        from scipy.optimize import minimize      # only here: the rest of the solver does without it
+        best = minimize(minus_distance, self._table_q[int(np.argmax(dists))], method="L-BFGS-B",
+                        bounds=list(zip(self.lower, self.upper)))
+        return shoulder, offset, max(max(dists), -float(best.fun))
+
+    def wrist_distance(self, target: pin.SE3) -> float:
+        """How far from the shoulder the wrist centre must be for the gripper to be at `target`."""
+        return float(np.linalg.norm(target.act(self._wrist_offset) - self._shoulder))
+
+    def beyond_reach(self, target: pin.SE3) -> bool:
+        """No posture meets `target`: its wrist centre is out of the arm's reach (plus a slack)."""
+        return self.wrist_distance(target) > self.reach + REACH_SLACK
 
     def set_other_arm(self, q_other: np.ndarray) -> None:
         """The other arm's joints, for its capsules in the self-collision model."""
@@ -237,6 +298,10 @@ class ArmIK:
         pin.framesForwardKinematics(self.model, self.data, np.asarray(q, float))
         return min((d for d, *_ in self._collisions(self._capsules_now(), horizon)), default=np.inf)
 
+    def _clear_at(self, q: np.ndarray) -> bool:
+        """No capsule pair touches at q (only pairs whose bounding spheres meet are measured)."""
+        return self.min_distance(q, CONTACT_MARGIN) > 0.0
+
     def _collisions(self, caps: "WorldCapsules", margin: float):
         """(distance, point on i, point on j or None, i, j or None) for pairs closer than margin."""
         return self._scan(caps, margin, margin)[0]
@@ -283,29 +348,48 @@ class ArmIK:
         return out, lower
 
     # -- the objective -----------------------------------------------------------------------
-    def _residuals(self, q: np.ndarray, target: pin.SE3, weights: IkWeights, history: list[np.ndarray],
-                   soft: bool) -> tuple[np.ndarray, np.ndarray, float, float, float]:
-        """Weighted residuals r(q), their Jacobian, the task's position/orientation errors and the min distance."""
+    def _residuals(self, q: np.ndarray, target: pin.SE3, weights: IkWeights,
+                   smooth: tuple[float, np.ndarray] | None, soft: bool
+                   ) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+        """Weighted residuals r(q), their Jacobian, the task's position/orientation errors and the min distance.
+
+        `smooth` is `_smoothness_anchor`'s (scale, centre): the smoothness terms as one block of rows."""
         p, R, Jp, Jw, extra_rows, extra_jac, min_d = self._q_terms(q, weights, soft)
         E = target.rotation.T @ R
         dp = p - target.translation
         e_rot = pin.log3(E)
         pos_err, rot_err = math.sqrt(dp @ dp), math.sqrt(e_rot @ e_rot)
-        if not (soft and history) and not extra_rows:     # the task alone (most solves): no stacking
+        if not (soft and smooth) and not extra_rows:     # the task alone (most solves): no stacking
             r, A = np.empty(6), np.empty((6, 6))
             r[:3], r[3:] = weights.position * dp, weights.orientation * e_rot
             A[:3], A[3:] = weights.position * Jp, weights.orientation * (pin.Jlog3(E) @ R.T @ Jw)
             return r, A, pos_err, rot_err, min_d
         rows = [weights.position * dp, weights.orientation * e_rot]
         jac = [weights.position * Jp, weights.orientation * (pin.Jlog3(E) @ R.T @ Jw)]
-        if soft and history:
-            h, eye = history, self._eye6
-            for w, coeffs in ((weights.velocity, (1, -1)), (weights.acceleration, (1, -2, 1)),
-                              (weights.jerk, (1, -3, 3, -1))):
-                if w > 0 and len(h) >= len(coeffs) - 1:
-                    rows.append(w * (q * coeffs[0] + sum(c * h[-1 - i] for i, c in enumerate(coeffs[1:]))))
-                    jac.append(w * eye)
+        if soft and smooth:
+            scale, centre = smooth
+            rows.append(scale * (q - centre))
+            jac.append(scale * self._eye6)
         return np.concatenate(rows + extra_rows), np.vstack(jac + extra_jac), pos_err, rot_err, min_d
+
+    @staticmethod
+    def _smoothness_anchor(history: list[np.ndarray], weights: IkWeights) -> tuple[float, np.ndarray] | None:
+        """RelaxedIK's velocity, acceleration and jerk terms against the history, as one block.
+
+        Each term is w_i·(q − c_i) with c_i fixed during a solve (h1; 2h1 − h2; 3h1 − 3h2 + h3 for
+        the last solutions h1, h2, h3). Their squared sum is W·|q − c̄|² plus a constant, with
+        W = Σ w_i² and c̄ = Σ w_i² c_i / W: the same gradient and Gauss-Newton matrix from 6 rows
+        instead of 18, computed once per solve instead of on every evaluation."""
+        h = history
+        terms = [(w, c) for w, c, n in ((weights.velocity, lambda: h[-1], 1),
+                                        (weights.acceleration, lambda: 2 * h[-1] - h[-2], 2),
+                                        (weights.jerk, lambda: 3 * h[-1] - 3 * h[-2] + h[-3], 3))
+                 if w > 0 and len(h) >= n]
+        total = sum(w * w for w, _ in terms)
+        if total <= 0:
+            return None
+        centre = sum(w * w * c() for w, c in terms) / total
+        return math.sqrt(total), centre
 
     def _q_terms(self, q: np.ndarray, weights: IkWeights, soft: bool):
         """Everything of the objective that depends on q alone: the hand's pose and Jacobian in
@@ -370,7 +454,7 @@ class ArmIK:
             d = a6 - ref[0]
             if ref[1] - math.sqrt(float(np.einsum("ij,ij->", d, d))) >= SR_SIGMA:
                 return SR_SIGMA
-        sigma = float(np.linalg.svd(a6, compute_uv=False)[-1])
+        sigma = _smallest_sv(a6)
         self._sv_ref = (a6.copy(), sigma)
         return sigma
 
@@ -403,36 +487,44 @@ class ArmIK:
         return Jf[:3] - pin.skew(point - origin) @ Jf[3:]
 
     def _singularity_rows(self, q: np.ndarray, weight: float, rows: list, jac: list) -> None:
-        """Barrier on |det J| of the wrist-centre Jacobian (the arm's manipulability: the 6×6
-        determinant does not depend on the point of the hand it is taken at). The gradient is
-        analytic: Jacobi's formula with ∂J/∂q in closed form for revolute joints."""
-        m, d = self.model, self.data
-        J = pin.getJointJacobian(m, d, self._wrist_joint, LWA)
+        """Barrier on |det J| of the arm's 6×6 Jacobian (its manipulability; the determinant does
+        not depend on the point or the frame it is taken in: both changes are unimodular).
+
+        The gradient is analytic (Jacobi's formula, ∂det/∂q_k = tr(adj(J) ∂J/∂q_k)) on the spatial
+        (WORLD) Jacobian, whose columns are the joint twists S_j = (v_j, ω_j): ∂S_j/∂q_k = ad(S_k) S_j
+        = (ω_k × v_j + v_k × ω_j, ω_k × ω_j) for k < j and 0 otherwise. With a_j the j-th row of
+        adj(J) split as (a_v, a_ω), scalar triple products turn the sum over j into suffix sums:
+        ∂det/∂q_k = ω_k · Σ_{j>k} (v_j × a_v + ω_j × a_ω) + v_k · Σ_{j>k} ω_j × a_v."""
+        J = pin.getJointJacobian(self.model, self.data, self._wrist_joint, pin.WORLD)
         det = float(np.linalg.det(J))
         thr = self.config.singularity_threshold
         if abs(det) >= thr:
             return
-        z = J[3:].T                                        # joint axes (world), 6×3
-        po = d.oMi[self._wrist_joint].translation - np.array([d.oMi[j].translation for j in range(1, 7)])
-        zj, zk = z[:, None, :], z[None, :, :]              # [j, k] grids
-        zkzj = _cross(zk, zj)
-        before = _LOWER_6[:, :, None]                      # joint k at or before joint j
-        lin = np.where(before, _cross(zkzj, po[:, None, :]) + _cross(zj, _cross(zk, po[:, None, :])),
-                       _cross(zj, _cross(zk, po[None, :, :])))
-        dJ = np.concatenate([lin, np.where(before, zkzj, 0.0)], axis=2).transpose(2, 0, 1)   # dJ[:, j, k] = ∂J_j/∂q_k
-        adj = _adjugate(J)
-        grad = np.einsum("ji,ijk->k", adj, dJ)             # ∂det/∂q_k = tr(adj(J) ∂J/∂q_k)
+        jt = J.T                                           # per joint (rows): v_j | ω_j
+        # adj(J) = det(J)·J⁻¹ (one LU) unless J is singular to round-off, where it comes from the SVD
+        adj = det * np.linalg.inv(J) if abs(det) > 1e-9 else _adjugate(J)
+        # the three cross products in one call: v_j × a_v, ω_j × a_ω, ω_j × a_v
+        c = _cross(np.concatenate((jt[:, :3], jt[:, 3:], jt[:, 3:])),
+                   np.concatenate((adj[:, :3], adj[:, 3:], adj[:, :3])))
+        xy = np.concatenate((c[:6] + c[6:12], c[12:]), axis=1)    # per joint: x_j | y_j
+        grad = np.einsum("kc,kc->k", jt[:, _WV], _STRICT_UPPER_6 @ xy)   # suffix sums over j > k
         sign = 1.0 if det >= 0 else -1.0
         rows.append(np.array([weight * (thr - abs(det)) / thr]))
         jac.append((-weight / thr * sign * grad)[None, :])
 
     # -- solvers ---------------------------------------------------------------------------------
     def _lm(self, q: np.ndarray, target: pin.SE3, history: list[np.ndarray], iterations: int,
-            soft: bool = True, weights: IkWeights | None = None) -> tuple[np.ndarray, float, float, int, float]:
-        """Box-constrained Levenberg-Marquardt on the objective; stops once the task is met."""
+            soft: bool = True, weights: IkWeights | None = None,
+            stall: int | None = None) -> tuple[np.ndarray, float, float, int, float]:
+        """Box-constrained Levenberg-Marquardt on the objective; stops once the task is met.
+
+        `stall`: give up after this many steps in a row that were rejected or left more than
+        STALL_RATIO of the cost (crawling along a singular direction toward a target at the edge
+        of the reach converges linearly: the caller's next stage decides faster)."""
         cfg, w = self.config, weights or self.config.weights
-        r, A, pe, re, md = self._residuals(q, target, w, history, soft)
-        cost, lam, it = r @ r, self._lambda0, 0
+        smooth = self._smoothness_anchor(history, w) if soft else None
+        r, A, pe, re, md = self._residuals(q, target, w, smooth, soft)
+        cost, lam, it, crawling = r @ r, self._lambda0, 0, 0
         while it < iterations:
             if pe < cfg.position_tolerance and re < cfg.orientation_tolerance:
                 break
@@ -443,28 +535,30 @@ class ArmIK:
             # posture the task's weakest direction is damped instead of spinning the wrist
             sigma = self._smallest_singular_value(A[:6])
             floor = SR_DAMPING * (1.0 - (sigma / SR_SIGMA) ** 2) if sigma < SR_SIGMA else 0.0
-            dq = np.linalg.solve(H + max(lam, floor) * self._damping, -g)
+            dq = _spd_solve(H + max(lam, floor) * self._damping, -g)
             # joints on a bound that the step pushes outward are held there (active set),
             # and the step is solved again for the others: clipping alone stalls the solver
             held = ((q <= self.lower + 1e-12) & (dq < 0)) | ((q >= self.upper - 1e-12) & (dq > 0))
             if held.any() and not held.all():
                 free = ~held
                 dq = np.zeros(6)
-                dq[free] = np.linalg.solve((H + lam * self._damping)[np.ix_(free, free)], -g[free])
+                dq[free] = _spd_solve((H + lam * self._damping)[np.ix_(free, free)], -g[free])
             q_new = np.clip(q + dq, self.lower, self.upper)
-            r2, A2, pe2, re2, md2 = self._residuals(q_new, target, w, history, soft)
+            r2, A2, pe2, re2, md2 = self._residuals(q_new, target, w, smooth, soft)
             c2 = r2 @ r2
             if c2 < cost:
                 # a plateau ends the search: the task alone converges to zero (the tolerances stop it),
                 # the full objective to its floor, where 1e-6 of the cost is far below any error
                 small = cost - c2 < (1e-6 if soft else 1e-12) * max(cost, 1e-12)
+                crawling = crawling + 1 if c2 > STALL_RATIO * cost else 0
                 q, r, A, pe, re, md, cost = q_new, r2, A2, pe2, re2, md2, c2
                 lam = max(lam / 5, 1e-9)
-                if small:
+                if small or (stall is not None and crawling >= stall):
                     break
             else:
                 lam *= 8
-                if lam > 1e6:
+                crawling += 1
+                if lam > 1e6 or (stall is not None and crawling >= stall):
                     break
         return q, pe, re, it, md
 
@@ -484,12 +578,14 @@ class ArmIK:
         # the task first (warm start: the nearest solution); the RelaxedIK objective decides
         # only where the task cannot be met: how to approach an unreachable target
         start = prev if self._goal is None else self._goal
-        if self._goal is None and self._still_far(target):
-            # well out of reach a moment ago and the target has hardly moved: the task alone
-            # would fail again after all its iterations; only the full objective decides
+        out_of_reach = self.beyond_reach(target)
+        if self._goal is None and (out_of_reach or self._still_far(target)):
+            # out of reach, or well short of it a moment ago with the target hardly moved: the
+            # task alone would fail after all its iterations; only the full objective decides
             q, pe, re, it, md = prev, np.inf, np.inf, 0, np.inf
         else:
-            q, pe, re, it, md = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
+            q, pe, re, it, md = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False,
+                                         stall=STALL_STEPS)
         solved = q                     # pe and re are this q's errors (a recovery below replaces q)
         self._far = None
         if not (pe < REACHED_POSITION and re < REACHED_ORIENTATION):
@@ -499,7 +595,9 @@ class ArmIK:
             if pe > FAR_POSITION or re > FAR_ORIENTATION:
                 self._far = target
             self._goal = None
-            if self._cooldown <= 0:
+            # (not at the edge of the reach: there every posture has its elbow straight, and a
+            # search that fails costs tens of solves' time)
+            if self._cooldown <= 0 and self.wrist_distance(target) < self.reach - REACH_EDGE:
                 # stuck on a branch that cannot reach (e.g. past a wrist singularity, at a joint
                 # limit): if another posture meets the target, travel there at max_step per solve
                 cold = self.solve_cold(target, seed=prev)
@@ -526,18 +624,26 @@ class ArmIK:
         return self._result(q, target, it, limited)
 
     def solve_cold(self, target: pin.SE3, seed: np.ndarray | None = None) -> IkResult:
-        """One-shot solve without history: seeds from a table of collision-free postures near the
-        target (and `seed`, tried first); the first that meets the target wins, else the best."""
+        """One-shot solve without history: seeds from a table of postures near the target (and
+        `seed`, tried first); the first collision-free posture that meets the target wins, else
+        the best approach.
+
+        Each seed is solved for the task alone; the capsules are measured once, on its answer
+        (a posture in between is never commanded, and measuring them on every iteration was most
+        of a cold solve's time). An answer in collision is pushed out by the task with the
+        collision rows, starting from it."""
         if not _finite_pose(target):
             q0 = np.clip(seed, self.lower, self.upper) if seed is not None else (self.lower + self.upper) / 2
             return self._result(q0, target, 0)
         seeds = [] if seed is None else [np.clip(np.asarray(seed, float), self.lower, self.upper)]
         seeds += list(self._table_seeds(target, self.COLD_SEEDS))
-        best, total, n = None, 0, 0
-        while n < len(seeds) and n < 2 * self.COLD_SEEDS:
+        task = self._task_weights
+        best, total, n, colliding = None, 0, 0, 0
+        while n < len(seeds) and n < 2 * self.COLD_SEEDS and colliding < COLLIDING_ANSWERS:
             s = seeds[n]
             n += 1
-            q, pe, re, it, md = self._lm(s.copy(), target, [], self.config.max_iterations_cold, soft=False)
+            q, pe, re, it, _ = self._lm(s.copy(), target, [], self.config.max_iterations_cold, soft=False,
+                                        weights=task)
             total += it
             score = pe + 0.1 * re
             if best is None or score < best[0]:
@@ -550,10 +656,31 @@ class ArmIK:
                 if np.all(flip >= self.lower) and np.all(flip <= self.upper):
                     seeds.insert(n, flip)
             if pe < REACHED_POSITION and re < REACHED_ORIENTATION:
-                q2, pe2, re2, it2, _ = self._lm(q.copy(), target, [], 20, soft=False)   # tighten
+                q2, pe2, re2, it2, _ = self._lm(q.copy(), target, [], 20, soft=False, weights=task)   # tighten
                 total += it2
-                return self._result(q2 if pe2 <= pe else q, target, total)
-        return self._result(best[1], target, total)
+                q = q2 if pe2 <= pe else q
+                if self._clear_at(q):
+                    return self._result(q, target, total)
+                q, pe, re, it, _ = self._lm(q, target, [], self.config.max_iterations, soft=False)
+                total += it
+                if pe < REACHED_POSITION and re < REACHED_ORIENTATION and self._clear_at(q):
+                    return self._result(q, target, total)
+                colliding += 1
+        q = best[1]
+        if self._clear_at(q):
+            return self._result(q, target, total)
+        # the best approach is in collision: the closest clear one, solving with the collision
+        # rows from the first seeds (the target itself may ask for a collision)
+        clear, closest = None, None
+        for s in [best[1]] + seeds[:2]:
+            q, pe, re, it, _ = self._lm(s.copy(), target, [], self.config.max_iterations, soft=False)
+            total += it
+            d, score = self.min_distance(q, CONTACT_MARGIN), pe + 0.1 * re
+            if d > 0.0 and (clear is None or score < clear[0]):
+                clear = (score, q)
+            if closest is None or d > closest[0]:
+                closest = (d, q)
+        return self._result(clear[1] if clear is not None else closest[1], target, total)
 
     def _result(self, q: np.ndarray, target: pin.SE3, iterations: int, limited: bool = False) -> IkResult:
         pose = self.fk(q)
@@ -583,7 +710,25 @@ class ArmIK:
         return self._table_q[np.atleast_1d(idx)]
 
 
-_LOWER_6 = np.tril(np.ones((6, 6), dtype=bool))
+_STRICT_UPPER_6 = np.triu(np.ones((6, 6)), 1)      # (U @ x)[k] = Σ_{j>k} x[j]
+_WV = [3, 4, 5, 0, 1, 2]                             # a Jacobian row v | ω reordered to ω | v
+
+
+# LAPACK directly for the 6×6 systems of every iteration: numpy.linalg's per-call checks and
+# error-state handling cost several times the arithmetic at this size
+_POSV, _GESDD = lapack.get_lapack_funcs(("posv", "gesdd"), (np.zeros((6, 6)),))
+
+
+def _spd_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with a·x = b for a symmetric positive definite a (the damped normal equations are)."""
+    _, x, info = _POSV(a, b)
+    return x if info == 0 else np.linalg.solve(a, b)
+
+
+def _smallest_sv(a: np.ndarray) -> float:
+    """The smallest singular value of a."""
+    _, s, _, info = _GESDD(a, compute_uv=0)
+    return float(s[-1]) if info == 0 else float(np.linalg.svd(a, compute_uv=False)[-1])
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

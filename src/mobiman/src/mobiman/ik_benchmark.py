@@ -612,6 +612,20 @@ def run(urdf_xml: str, targets: int = 2000, seed: int = 5, solvers: Sequence[str
 
 
 # -- reporting -------------------------------------------------------------------------------------------
+def _versus(ours: dict, peer: dict) -> str:
+    """Where ours is ahead of one peer, cold and streamed: success, then median and p99 CPU time."""
+    parts = []
+    for mode in ("cold", "streamed"):
+        o, p = ours[mode], peer[mode]
+        cells = [("success", o["success"] >= p["success"])]
+        for stat in ("median", "p99"):
+            ov, pv = o["cpu_ms"][stat], p["cpu_ms"][stat]
+            cells.append((stat, ov is not None and pv is not None and ov < pv))
+        behind = [name for name, ahead in cells if not ahead]
+        parts.append(f"{mode} {'ahead' if not behind else 'behind on ' + ', '.join(behind)}")
+    return f"{peer['label']}: " + ", ".join(parts)
+
+
 def _pct(x) -> str:
     return "–" if x is None else f"{100 * x:.2f} %"
 
@@ -689,7 +703,10 @@ def markdown(result: dict) -> str:
             v = d[key][stat]
             return 1e9 if v is None else v
         lines += ["Ours against the goals: "
-                  f"cold success {met(o['cold']['success'] >= GOALS['cold_success'])}; "
+                  f"cold success {met(o['cold']['success'] >= GOALS['cold_success'])} on all targets"
+                  + (f" ({met(o['cold']['success_collision_free'] >= GOALS['cold_success'])} on the collision-free "
+                     "ones: the others ask for the arm inside itself, which it refuses by design)"
+                     if o["cold"].get("success_collision_free") is not None else "") + "; "
                   f"cold median {met(t(o['cold'], 'time_ms', 'median') < GOALS['cold_median_ms'])} wall, "
                   f"{met(t(o['cold'], 'cpu_ms', 'median') < GOALS['cold_median_ms'])} CPU; "
                   f"streamed success {met(o['streamed']['success'] >= GOALS['streamed_success'])}; "
@@ -697,6 +714,9 @@ def markdown(result: dict) -> str:
                   f"{met(t(o['streamed'], 'cpu_ms', 'median') < GOALS['streamed_median_ms'])} CPU; "
                   f"streamed p99 {met(t(o['streamed'], 'time_ms', 'p99') < GOALS['streamed_p99_ms'])} wall, "
                   f"{met(t(o['streamed'], 'cpu_ms', 'p99') < GOALS['streamed_p99_ms'])} CPU.", ""]
+    if "ours" in sv and len(sv) > 1:
+        lines += ["Ours against each peer (ahead: at least as successful, and faster; median / p99 CPU time): "
+                  + "; ".join(_versus(sv["ours"], s) for n, s in sv.items() if n != "ours") + ".", ""]
     lines += ["**Per path**: success on the judged ticks; CPU time median / p99 [ms]; max joint jump per tick [rad]. "
               "Beyond the reach margin of `out_of_reach`: position error median / max [mm], its excess over the "
               "bound a kept orientation allows (wrist-centre distance − reach) max [mm] (negative: orientation given up "

@@ -278,3 +278,55 @@ def test_singular_value_shortcut_never_hides_a_small_one(left):
             assert got == pytest.approx(true, abs=1e-12)
     assert skipped > 1000                        # and it does skip
     left._sv_ref = None
+
+
+def test_reach_is_the_arms_and_bounds_every_posture(left, right):
+    """The reach (r1_kinematics.md §5: max |wrist centre - shoulder| 0.632 m) measured on the
+    model; the wrist centre a target asks for is the FK one for every posture, never beyond it."""
+    for ik in (left, right):
+        assert ik.reach == pytest.approx(0.632, abs=1e-3)
+        rng = np.random.default_rng(2)
+        for q in rng.uniform(ik.lower, ik.upper, size=(300, 6)):
+            d = ik.wrist_distance(ik.fk(q))
+            assert d == pytest.approx(float(np.linalg.norm(ik._wrist_centre(q) - ik._shoulder)), abs=1e-5)   # spherical to 1.3 µm
+            assert d <= ik.reach + 1e-5
+            assert not ik.beyond_reach(ik.fk(q))
+    straight = left.fk(np.array([0.0, 3.0844, -2.8346, 0.0, 0.0, 0.0]))      # arm straight forward
+    assert left.wrist_distance(straight) == pytest.approx(left.reach, abs=2e-3)
+    further = pin.SE3(straight.rotation, straight.translation + np.array([0.01, 0.0, 0.0]))
+    assert left.beyond_reach(further)
+
+
+def test_a_target_out_of_reach_costs_no_search(left):
+    """Streaming past the reach: no posture can meet the target, so no solve searches for one
+    (a cold search there cost tens of solves' time) and every solve stays within its iterations."""
+    q0 = np.array([0.9, 2.2, -1.2, -0.4, -1.0, 0.0])
+    t0 = left.fk(q0)
+    out = t0.translation - left._shoulder
+    out /= np.linalg.norm(out)
+    left.reset(q0)
+    beyond = 0
+    for s in np.linspace(0.0, 0.35, 120):
+        target = pin.SE3(t0.rotation, t0.translation + s * out)
+        r = left.solve(target)
+        if left.beyond_reach(target):
+            beyond += 1
+            assert r.iterations <= left.config.max_iterations
+            assert not r.reached and np.all(np.isfinite(r.q))
+    assert beyond > 20
+
+
+def test_smoothness_block_equals_relaxed_iks_three_terms():
+    """The one folded block has the Gauss-Newton matrix and gradient of the velocity,
+    acceleration and jerk rows it replaces (so the same steps)."""
+    rng = np.random.default_rng(4)
+    w = IkWeights()
+    for _ in range(20):
+        q, h1, h2, h3 = rng.normal(size=(4, 6))
+        scale, centre = ArmIK._smoothness_anchor([h3, h2, h1], w)
+        rows = np.concatenate([w.velocity * (q - h1), w.acceleration * (q - 2 * h1 + h2),
+                               w.jerk * (q - 3 * h1 + 3 * h2 - h3)])
+        jac = np.vstack([w.velocity * np.eye(6), w.acceleration * np.eye(6), w.jerk * np.eye(6)])
+        np.testing.assert_allclose(scale ** 2 * np.eye(6), jac.T @ jac, atol=1e-12)
+        np.testing.assert_allclose(scale * scale * (q - centre), jac.T @ rows, atol=1e-12)
+    assert ArmIK._smoothness_anchor([], w) is None
