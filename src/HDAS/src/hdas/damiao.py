@@ -158,12 +158,18 @@ class MitCommand:
 
 def encode_mit(p: float, v: float, kp: float, kd: float, tau: float, limits: MotorLimits) -> bytes:
     """8-byte MIT frame: p u16 | v u12 | kp u12 | kd u12 | t u12, big-endian bit packing."""
-    p, v, kp, kd, tau = (_finite(n, x) for n, x in (("p", p), ("v", v), ("kp", kp), ("kd", kd), ("tau", tau)))
-    pu = float_to_uint(p, -limits.pmax, limits.pmax, 16)
-    vu = float_to_uint(v, -limits.vmax, limits.vmax, 12)
-    kpu = float_to_uint(kp, 0.0, KP_MAX, 12)
-    kdu = float_to_uint(kd, 0.0, KD_MAX, 12)
-    tu = float_to_uint(tau, -limits.tmax, limits.tmax, 12)
+    p, v, kp, kd, tau = float(p), float(v), float(kp), float(kd), float(tau)
+    isfinite = math.isfinite
+    if not (isfinite(p) and isfinite(v) and isfinite(kp) and isfinite(kd) and isfinite(tau)):
+        for name, x in (("p", p), ("v", v), ("kp", kp), ("kd", kd), ("tau", tau)):
+            _finite(name, x)
+    # float_to_uint inlined (this runs for every motor on every cycle): the same operations
+    pm, vm, tm = limits.pmax, limits.vmax, limits.tmax
+    pu = int((min(max(p, -pm), pm) - -pm) * 65535 / (pm - -pm))
+    vu = int((min(max(v, -vm), vm) - -vm) * 4095 / (vm - -vm))
+    kpu = int((min(max(kp, 0.0), KP_MAX) - 0.0) * 4095 / (KP_MAX - 0.0))
+    kdu = int((min(max(kd, 0.0), KD_MAX) - 0.0) * 4095 / (KD_MAX - 0.0))
+    tu = int((min(max(tau, -tm), tm) - -tm) * 4095 / (tm - -tm))
     word = pu << 48 | vu << 36 | kpu << 24 | kdu << 12 | tu
     return word.to_bytes(8, "big")
 

@@ -103,8 +103,13 @@ class CommandError(ValueError):
 
 
 def _finite(name: str, values: np.ndarray) -> None:
-    if not np.all(np.isfinite(values)):
+    if not np.isfinite(values).all():
         raise CommandError(f"{name} has non-finite values {values.tolist()}")
+
+
+_FIELD_NAMES = ("p_des", "v_des", "kp", "kd", "t_ff")
+_MIT_FIELDS = frozenset(_FIELD_NAMES)
+_PID_FIELDS = frozenset(("p_des", "v_des", "t_ff"))
 
 
 class MotorGroup:
@@ -124,6 +129,7 @@ class MotorGroup:
         self.n_joints = n - (1 if spec.gripper else 0)
         self.ratio = np.array([m.metres_per_rad for m in self.motors])
         self.tmax = np.array([m.limits.tmax for m in self.motors])
+        self._bounds_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._by_mst = {m.mst_id: i for i, m in enumerate(self.motors)}
         self._lock = threading.Lock()
         # feedback, joint units
@@ -180,22 +186,22 @@ class MotorGroup:
         Raises CommandError for a command that cannot be used at all.
         """
         n, nj = self.n, self.n_joints
-        arrays = {name: np.asarray(values, dtype=float) for name, values in
-                  (("p_des", p), ("v_des", v), ("kp", kp), ("kd", kd), ("t_ff", t))}
-        lengths = {k: a.size for k, a in arrays.items()}
-        accepted = {nj, n} if self.spec.gripper else {n}
-        count = lengths["p_des"]
+        fields = (("p_des", p), ("v_des", v), ("kp", kp), ("kd", kd), ("t_ff", t))
+        accepted = (nj, n) if self.spec.gripper else (n,)
+        count = len(p)
         if count not in accepted:
-            raise CommandError(f"p_des has {count} entries; {self.name} takes {' or '.join(map(str, sorted(accepted)))}")
-        needed = ("p_des", "v_des", "t_ff") if self.mode == "pid" else ("p_des", "v_des", "kp", "kd", "t_ff")
-        for k in needed:
-            if lengths[k] != count:
-                raise CommandError(f"{k} has {lengths[k]} entries, p_des has {count}")
-        for k in needed:
-            _finite(k, arrays[k])
-        zeros = np.zeros(count)
-        cmd, notes = self._clamp(*(arrays[k] if k in needed else zeros for k in ("p_des", "v_des", "kp", "kd", "t_ff")),
-                                 slice(0, count), now)
+            raise CommandError(f"p_des has {count} entries; {self.name} takes {' or '.join(map(str, sorted(set(accepted))))}")
+        needed = _PID_FIELDS if self.mode == "pid" else _MIT_FIELDS
+        for k, values in fields:
+            if k in needed and len(values) != count:
+                raise CommandError(f"{k} has {len(values)} entries, p_des has {count}")
+        # one 5×count array: one conversion, one finiteness check, one clamp for the whole command
+        zeros = (0.0,) * count
+        arr = np.array([values if k in needed else zeros for k, values in fields], dtype=float)
+        if not np.isfinite(arr).all():
+            for row, (k, _) in enumerate(fields):
+                _finite(k, arr[row])
+        cmd, notes = self._clamp(arr, slice(0, count), now)
         with self._lock:
             joints = Command(cmd.p[:nj], cmd.v[:nj], cmd.kp[:nj], cmd.kd[:nj], cmd.t[:nj], now, self._robot_now())
             self._command = joints
@@ -232,33 +238,39 @@ class MotorGroup:
 
     def _set_gripper(self, p: float, v: float, kp: float, kd: float, t: float, now: float) -> list[str]:
         i = slice(self.n - 1, self.n)
-        cmd, notes = self._clamp(np.array([p]), np.array([v]), np.array([kp]), np.array([kd]), np.array([t]), i, now)
+        cmd, notes = self._clamp(np.array([[p], [v], [kp], [kd], [t]], dtype=float), i, now)
         with self._lock:
             self._gripper = cmd
         return notes
 
-    def _clamp(self, p: np.ndarray, v: np.ndarray, kp: np.ndarray, kd: np.ndarray, t: np.ndarray,
-               idx: slice, now: float) -> tuple[Command, list[str]]:
-        """Clamp to the URDF limits (and to what the motor's frame can carry); report what changed."""
-        lim = self.limits
-        lower, upper, vel, eff = lim.lower[idx], lim.upper[idx], lim.velocity[idx], lim.effort[idx]
-        r = self.ratio[idx]
-        out_p = np.clip(p, lower, upper)
-        if self.mode == "pid":
-            out_v = np.clip(v, 0.0, vel)
-            max_ratio = np.minimum(1.0, eff * r / self.tmax[idx])
-            out_t = np.clip(t, 0.0, max_ratio)
-            out_kp, out_kd = np.zeros_like(kp), np.zeros_like(kd)
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per field (p, v, kp, kd, t) and motor, the lowest and highest value a command may carry
+        in the current mode: the URDF limits and what the motor's frame can carry (5 × n each)."""
+        cached = self._bounds_cache.get(self.mode)
+        if cached is not None:
+            return cached
+        lim, r, zero = self.limits, self.ratio, np.zeros(self.n)
+        if self.mode == "pid":     # v is a speed limit, t a torque-limit ratio; no gains
+            lo = np.array([lim.lower, zero, zero, zero, zero])
+            hi = np.array([lim.upper, lim.velocity, zero, zero, np.minimum(1.0, lim.effort * r / self.tmax)])
         else:
-            out_v = np.clip(v, -vel, vel)
-            out_kp = np.clip(kp, 0.0, damiao.KP_MAX / (r * r))
-            out_kd = np.clip(kd, 0.0, damiao.KD_MAX / (r * r))
-            out_t = np.clip(t, -eff, eff)
-        notes = [f"{name} clamped {a[a != b].round(4).tolist()} -> {b[a != b].round(4).tolist()}"
-                 for name, a, b in (("p_des", p, out_p), ("v_des", v, out_v), ("kp", kp, out_kp),
-                                    ("kd", kd, out_kd), ("t_ff", t, out_t)) if np.any(a != b)
-                 and not (name in ("kp", "kd") and self.mode == "pid")]
-        return Command(out_p, out_v, out_kp, out_kd, out_t, now), notes
+            lo = np.array([lim.lower, -lim.velocity, zero, zero, -lim.effort])
+            hi = np.array([lim.upper, lim.velocity, damiao.KP_MAX / (r * r), damiao.KD_MAX / (r * r), lim.effort])
+        self._bounds_cache[self.mode] = (lo, hi)
+        return lo, hi
+
+    def _clamp(self, arr: np.ndarray, idx: slice, now: float) -> tuple[Command, list[str]]:
+        """Clamp a 5 × k command (p, v, kp, kd, t of motors `idx`) to `_bounds`; report what changed."""
+        lo, hi = self._bounds()
+        out = np.minimum(np.maximum(arr, lo[:, idx]), hi[:, idx])
+        notes: list[str] = []
+        changed = out != arr
+        if changed.any():
+            for row, name in enumerate(_FIELD_NAMES):
+                c = changed[row]
+                if c.any() and not (name in ("kp", "kd") and self.mode == "pid"):
+                    notes.append(f"{name} clamped {arr[row][c].round(4).tolist()} -> {out[row][c].round(4).tolist()}")
+        return Command(out[0], out[1], out[2], out[3], out[4], now), notes
 
     # -- function frames -------------------------------------------------------------------
     def request(self, function: Function, now: float) -> Request:
@@ -372,11 +384,11 @@ class MotorGroup:
         with self._lock:
             self.sent_stamp = None
             self.unanswered += 1
-            if self._requests and not np.any(np.isnan(self.position)):
+            if self._requests and not np.isnan(self.position).any():
                 frames = self._run_request(self._requests[0], now)
                 if frames:
                     return frames
-            if self.want_enabled and not np.any(np.isnan(self.position)) and not self._requests:
+            if self.want_enabled and not np.isnan(self.position).any() and not self._requests:
                 return self._command_frames(now)
             return [(damiao.REGISTER_ID, damiao.encode_status_request(m.esc_id)) for m in self.motors]
 
@@ -440,8 +452,11 @@ class MotorGroup:
                      damiao.encode_force_pos(p / ri, v / ri, t))
                     for m, p, v, t, ri in zip(self.motors, cmd.p, cmd.v, cmd.t, r)]
         p, v = self._torque_bounded(cmd)
-        return [(m.esc_id, damiao.encode_mit(pi / ri, vi / ri, kpi * ri * ri, kdi * ri * ri, ti * ri, m.limits))
-                for m, pi, vi, kpi, kdi, ti, ri in zip(self.motors, p, v, cmd.kp, cmd.kd, cmd.t, r)]
+        r2 = r * r
+        encode = damiao.encode_mit
+        return [(m.esc_id, encode(pi, vi, kpi, kdi, ti, m.limits)) for m, pi, vi, kpi, kdi, ti in
+                zip(self.motors, (p / r).tolist(), (v / r).tolist(), (cmd.kp * r2).tolist(), (cmd.kd * r2).tolist(),
+                    (cmd.t * r).tolist())]
 
     def _torque_bounded(self, cmd: Command) -> tuple[np.ndarray, np.ndarray]:
         """Move p_des (then v_des) so kp·Δp + kd·Δv + t_ff at the last measured state stays within the effort limit."""
@@ -449,7 +464,7 @@ class MotorGroup:
         dv = cmd.v - self.velocity
         tau = cmd.kp * (cmd.p - self.position) + cmd.kd * dv + cmd.t
         over = np.abs(tau) > eff
-        if not np.any(over):
+        if not over.any():
             return cmd.p, cmd.v
         target = np.sign(tau) * eff
         p, v = cmd.p.copy(), cmd.v.copy()
@@ -495,7 +510,7 @@ class MotorGroup:
 
     @property
     def ready(self) -> bool:
-        return not np.any(np.isnan(self.position))
+        return not np.isnan(self.position).any()
 
     def conditions(self, now: float) -> list[set[Condition]]:
         """What is wrong with each motor now (and position jumps since the last call)."""
@@ -577,7 +592,7 @@ class ChassisGroup(MotorGroup):
         vmax = self.limits.velocity[m:] * self.radius
         out_s, out_v = np.clip(steer, lo, hi), np.clip(speed, -vmax, vmax)
         notes = [f"{name} clamped {a[a != b].round(4).tolist()} -> {b[a != b].round(4).tolist()}"
-                 for name, a, b in (("steer", steer, out_s), ("wheel speed", speed, out_v)) if np.any(a != b)]
+                 for name, a, b in (("steer", steer, out_s), ("wheel speed", speed, out_v)) if (a != b).any()]
         with self._lock:
             self._steer_target, self._wheel_target = out_s, out_v
             self._command = Command(out_s, out_v, np.zeros(m), np.zeros(m), np.zeros(m), now, self._robot_now())

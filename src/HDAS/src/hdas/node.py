@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float32
 
 from hdas.boards import Board, make_board
-from hdas.bus import DriverBus, open_bus
+from hdas.bus import BusLoop, DriverBus, open_bus
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
@@ -104,6 +104,7 @@ class HdasNode:
         # commands dropped (unusable) and clamped (changed to fit the limits), per group
         self.counts = {name: {"dropped": 0, "clamped": 0} for name in self.groups}
         self.buses: dict[str, DriverBus] = {}
+        self.bus_loop: BusLoop | None = None
         for name, spec in cfg.buses.items():
             load = cfg.bus_load(name)
             text = (f"HDAS: bus {name} ({spec.interface} {spec.channel}, {spec.rate_hz:g} Hz): expected load "
@@ -309,13 +310,15 @@ class HdasNode:
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
+        self.bus_loop = BusLoop()
         for bus in self.buses.values():
-            bus.start()
+            self.bus_loop.add(bus)
+        self.bus_loop.start()
         rospy.loginfo("HDAS: running %s on %s", ", ".join(self.groups), ", ".join(self.buses))
 
     def stop(self) -> None:
-        for bus in self.buses.values():
-            bus.stop()
+        if self.bus_loop is not None:
+            self.bus_loop.stop()
 
 
 def main() -> None:

@@ -51,3 +51,51 @@ def test_no_live_command_reads_na_and_a_failing_hook_counts_as_a_handler_error()
     assert v["latency_ms_median"] == "n/a"
     assert bus.handler_errors == bus.cycles > 0 and errors
     assert math.isfinite(float(v["compute_ms_p99"]))
+
+
+class SocketBus(can.BusABC):
+    """A bus with a file descriptor (as socketcan and r1sim): frames written to the peer socket."""
+
+    def __init__(self):
+        import socket
+        self.sock, self.peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.setblocking(False)
+        super().__init__(channel="socketpair")
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, msg, timeout=None) -> None:
+        pass
+
+    def _recv_internal(self, timeout):
+        try:
+            data = self.sock.recv(16)
+        except BlockingIOError:
+            return None, False
+        if not data:
+            raise can.CanOperationError("peer closed")
+        return can.Message(arbitration_id=data[0], data=data[1:], is_extended_id=False), False
+
+
+def test_frames_reach_the_devices_on_the_loop_and_a_dead_bus_is_reported_not_spun_on():
+    errors, got = [], []
+    sb = SocketBus()
+    bus = DriverBus(spec(), sb, errors.append)
+    bus.add_sink(lambda i, data, now: got.append((i, data)) or True)
+    bus.start()
+    try:
+        for k in range(20):
+            sb.peer.send(bytes([k]) + bytes(8))
+        deadline = time.monotonic() + 2.0
+        while len(got) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert got == [(k, bytes(8)) for k in range(20)] and bus.frames_received == 20
+        sb.peer.close()                       # the link goes down: recv() fails from now on
+        cycles = bus.cycles
+        time.sleep(0.5)
+        assert bus.cycles > cycles + 20       # the cycle goes on
+        down = [e for e in errors if "receive error" in e]
+        assert 1 <= len(down) <= 2, errors    # reported, then read again a second later, not spun on
+    finally:
+        bus.stop()
