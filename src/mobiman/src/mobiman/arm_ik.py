@@ -43,6 +43,7 @@ RECOVERY_COOLDOWN = 10          # streamed solves between two searches for anoth
 FAR_POSITION, FAR_ORIENTATION = 0.005, 0.05   # [m], [rad] a stream this far off its target is out of reach
 STALL_RATIO, STALL_STEPS = 0.7, 4   # a streamed task pass crawling this slowly gives up
 COLLIDING_ANSWERS = 4           # cold seeds that meet the target only in collision: it asks for one
+SOFT_PLATEAU = 1e-5            # the full objective stops when a step gains less than this share of its cost
 REACH_SLACK = 0.002             # [m] a wrist centre this far beyond the reach is surely out of it
 REACH_EDGE = 0.01               # [m] this close to the reach every posture has its elbow straight
 FAR_TARGET_STEP = 0.01          # [m] and [rad]: a target that moved less than this is still out of reach
@@ -132,6 +133,8 @@ class ArmIK:
                   ("arm_link6", "arm_link3"), ("realsense_link", "arm_link3"),
                   ("gripper_finger_link1", "arm_link3"), ("gripper_finger_link2", "arm_link3"))
     BODY_LINKS = ("torso_link4", "zed_link")
+    # links fixed to the gripper frame: where they are follows from the target pose alone
+    HAND_LINKS = ("arm_link6", "realsense_link", "gripper_finger_link1", "gripper_finger_link2")
     TABLE_SIZE = 4000
     COLD_SEEDS = 8
 
@@ -185,6 +188,7 @@ class ArmIK:
         self._cooldown = 0
         self._build_seed_table(np.random.default_rng(seed))
         self._shoulder, self._wrist_offset, self.reach = self._reach_geometry(np.random.default_rng(seed + 1))
+        self._hand = self._hand_capsules()
 
     # -- kinematics ------------------------------------------------------------------------
     def fk(self, q: np.ndarray) -> pin.SE3:
@@ -237,6 +241,34 @@ class ArmIK:
         best = minimize(minus_distance, self._table_q[int(np.argmax(dists))], method="L-BFGS-B",
                         bounds=list(zip(self.lower, self.upper)))
         return shoulder, offset, max(max(dists), -float(best.fun))
+
+    def _hand_capsules(self) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """The hand's capsules (HAND_LINKS) in the gripper frame: endpoints a, b and radius."""
+        pin.framesForwardKinematics(self.model, self.data, pin.neutral(self.model))
+        oMe = self.data.oMf[self._ee]
+        hand = {f"{self.side}_{n}" for n in self.HAND_LINKS}
+        out = []
+        for c, fid in self._moving:
+            if c.link in hand:
+                eMf = oMe.actInv(self.data.oMf[fid])
+                out.append((eMf.act(c.a), eMf.act(c.b), c.radius))
+        return out
+
+    def hand_blocked(self, target: pin.SE3) -> bool:
+        """The hand at `target` is inside the torso, the head or the other arm. The hand's links
+        are fixed to the gripper frame, so such a target collides in every posture. (Bounding
+        spheres first: only pairs whose spheres overlap are measured.)"""
+        oMe = self._oMt * target
+        rot, pos = oMe.rotation, oMe.translation
+        for a, b, radius in self._hand:
+            wa, wb = rot @ a + pos, rot @ b + pos
+            mid, half = (wa + wb) * 0.5, float(np.linalg.norm(wb - wa)) * 0.5
+            gap = np.linalg.norm(self._static_mid - mid, axis=1) - self._static_reach - (half + radius)
+            for k in np.nonzero(gap < 0.0)[0].tolist():
+                dist = segment_distance_py(wa.tolist(), wb.tolist(), self._static_al[k], self._static_bl[k])[0]
+                if dist < radius + self._static_rl[k]:
+                    return True
+        return False
 
     def wrist_distance(self, target: pin.SE3) -> float:
         """How far from the shoulder the wrist centre must be for the gripper to be at `target`."""
@@ -548,8 +580,9 @@ class ArmIK:
             c2 = r2 @ r2
             if c2 < cost:
                 # a plateau ends the search: the task alone converges to zero (the tolerances stop it),
-                # the full objective to its floor, where 1e-6 of the cost is far below any error
-                small = cost - c2 < (1e-6 if soft else 1e-12) * max(cost, 1e-12)
+                # the full objective to its floor, where 1e-5 of the cost is far below any error (and
+                # the next streamed solve goes on from here)
+                small = cost - c2 < (SOFT_PLATEAU if soft else 1e-12) * max(cost, 1e-12)
                 crawling = crawling + 1 if c2 > STALL_RATIO * cost else 0
                 q, r, A, pe, re, md, cost = q_new, r2, A2, pe2, re2, md2, c2
                 lam = max(lam / 5, 1e-9)
@@ -595,9 +628,10 @@ class ArmIK:
             if pe > FAR_POSITION or re > FAR_ORIENTATION:
                 self._far = target
             self._goal = None
-            # (not at the edge of the reach: there every posture has its elbow straight, and a
-            # search that fails costs tens of solves' time)
-            if self._cooldown <= 0 and self.wrist_distance(target) < self.reach - REACH_EDGE:
+            # (not at the edge of the reach, where every posture has its elbow straight, nor for
+            # a hand inside the body: a search that fails costs tens of solves' time)
+            if (self._cooldown <= 0 and self.wrist_distance(target) < self.reach - REACH_EDGE
+                    and not self.hand_blocked(target)):
                 # stuck on a branch that cannot reach (e.g. past a wrist singularity, at a joint
                 # limit): if another posture meets the target, travel there at max_step per solve
                 cold = self.solve_cold(target, seed=prev)
@@ -640,6 +674,13 @@ class ArmIK:
         task = self._task_weights
         best, total, n, colliding = None, 0, 0, 0
         while n < len(seeds) and n < 2 * self.COLD_SEEDS and colliding < COLLIDING_ANSWERS:
+            if n == 1 and self.hand_blocked(target):
+                # (checked once the first seed failed: most targets are met by it) the hand itself
+                # would be inside the body: no posture meets the target; the closest clear approach
+                # from the nearest clear seed (the task with the collision rows)
+                start = next((s for s in seeds if self._clear_at(s)), seeds[0])
+                q, _, _, it, _ = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
+                return self._result(q if self._clear_at(q) else start, target, total + it)
             s = seeds[n]
             n += 1
             q, pe, re, it, _ = self._lm(s.copy(), target, [], self.config.max_iterations_cold, soft=False,

@@ -330,3 +330,25 @@ def test_smoothness_block_equals_relaxed_iks_three_terms():
         np.testing.assert_allclose(scale ** 2 * np.eye(6), jac.T @ jac, atol=1e-12)
         np.testing.assert_allclose(scale * scale * (q - centre), jac.T @ rows, atol=1e-12)
     assert ArmIK._smoothness_anchor([], w) is None
+
+
+def test_a_hand_inside_the_body_is_known_from_the_target_alone(left):
+    """hand_blocked is sound (a posture whose target it flags is in collision: the hand's links
+    are fixed to the gripper frame) and useful (it flags most of the random targets that only a
+    colliding posture meets); a cold solve of such a target gives up at once, clear of the body."""
+    rng = np.random.default_rng(12)
+    flagged = colliding = 0
+    for q in rng.uniform(left.lower, left.upper, size=(1500, 6)):
+        blocked = left.hand_blocked(left.fk(q))
+        d = left.min_distance(q)
+        if blocked:
+            flagged += 1
+            assert d <= 0.0
+        colliding += d <= 0.0
+    assert colliding > 50 and flagged > colliding / 2
+    inside = pin.SE3(np.eye(3), np.array([0.05, 0.05, 0.2]))            # the hand into the torso
+    assert left.hand_blocked(inside)
+    r = left.solve_cold(inside)
+    # the first seed, then the approach: no search over the other seeds
+    assert not r.reached and r.iterations <= left.config.max_iterations_cold + left.config.max_iterations
+    assert left.min_distance(r.q) > 0.0
