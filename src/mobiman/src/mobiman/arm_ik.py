@@ -44,6 +44,7 @@ FAR_POSITION, FAR_ORIENTATION = 0.005, 0.05   # [m], [rad] a stream this far off
 STALL_RATIO, STALL_STEPS = 0.7, 4   # a streamed task pass crawling this slowly gives up
 COLLIDING_ANSWERS = 4           # cold seeds that meet the target only in collision: it asks for one
 SOFT_PLATEAU = 1e-5            # the full objective stops when a step gains less than this share of its cost
+REPAIR_ITERATIONS = 15          # pushing a cold answer out of collision with the collision rows
 REACH_SLACK = 0.002             # [m] a wrist centre this far beyond the reach is surely out of it
 REACH_EDGE = 0.01               # [m] this close to the reach every posture has its elbow straight
 FAR_TARGET_STEP = 0.01          # [m] and [rad]: a target that moved less than this is still out of reach
@@ -155,6 +156,7 @@ class ArmIK:
             raise ValueError(f"unexpected arm joints in the URDF: {list(self.model.names[1:])}")
         self.lower = self.model.lowerPositionLimit.copy()
         self.upper = self.model.upperPositionLimit.copy()
+        self._lower_eps, self._upper_eps = self.lower + 1e-12, self.upper - 1e-12   # "on the bound"
         self._ee = self.model.getFrameId(f"{side}_gripper_link")
         self._wrist_joint = self.model.getJointId(f"{side}_arm_joint6")
         pin.framesForwardKinematics(self.model, self.data, pin.neutral(self.model))
@@ -272,7 +274,8 @@ class ArmIK:
 
     def wrist_distance(self, target: pin.SE3) -> float:
         """How far from the shoulder the wrist centre must be for the gripper to be at `target`."""
-        return float(np.linalg.norm(target.act(self._wrist_offset) - self._shoulder))
+        d = target.rotation @ self._wrist_offset + target.translation - self._shoulder
+        return math.sqrt(d @ d)
 
     def beyond_reach(self, target: pin.SE3) -> bool:
         """No posture meets `target`: its wrist centre is out of the arm's reach (plus a slack)."""
@@ -429,7 +432,7 @@ class ArmIK:
         a streamed solve starts where the previous one ended, at the same q with a new target,
         so half of a stream's evaluations need only the target's rows."""
         key = self._q_key
-        if key is not None and key[1] is weights and key[2] == soft and np.array_equal(key[0], q):
+        if key is not None and key[1] is weights and key[2] == soft and (key[0] == q).all():
             return self._q_value
         m, d, cfg = self.model, self.data, self.config
         pin.computeJointJacobians(m, d, q)
@@ -570,12 +573,12 @@ class ArmIK:
             dq = _spd_solve(H + max(lam, floor) * self._damping, -g)
             # joints on a bound that the step pushes outward are held there (active set),
             # and the step is solved again for the others: clipping alone stalls the solver
-            held = ((q <= self.lower + 1e-12) & (dq < 0)) | ((q >= self.upper - 1e-12) & (dq > 0))
+            held = ((q <= self._lower_eps) & (dq < 0)) | ((q >= self._upper_eps) & (dq > 0))
             if held.any() and not held.all():
                 free = ~held
                 dq = np.zeros(6)
                 dq[free] = _spd_solve((H + lam * self._damping)[np.ix_(free, free)], -g[free])
-            q_new = np.clip(q + dq, self.lower, self.upper)
+            q_new = np.minimum(np.maximum(q + dq, self.lower), self.upper)   # np.clip's wrapper costs more
             r2, A2, pe2, re2, md2 = self._residuals(q_new, target, w, smooth, soft)
             c2 = r2 @ r2
             if c2 < cost:
@@ -649,7 +652,7 @@ class ArmIK:
         step = q - prev
         if not np.isfinite(q).all():
             q, step = prev.copy(), np.zeros(6)
-        big = float(np.max(np.abs(step)))
+        big = float(np.abs(step).max())
         if big > self.config.max_step:
             q, limited = prev + step * (self.config.max_step / big), True
         self._history = self._history[-2:] + [q.copy()]
@@ -673,6 +676,7 @@ class ArmIK:
         seeds += list(self._table_seeds(target, self.COLD_SEEDS))
         task = self._task_weights
         best, total, n, colliding = None, 0, 0, 0
+        pushed: list[tuple[float, float, np.ndarray]] = []     # (clearance, score, q) with the collision rows
         while n < len(seeds) and n < 2 * self.COLD_SEEDS and colliding < COLLIDING_ANSWERS:
             if n == 1 and self.hand_blocked(target):
                 # (checked once the first seed failed: most targets are met by it) the hand itself
@@ -702,26 +706,24 @@ class ArmIK:
                 q = q2 if pe2 <= pe else q
                 if self._clear_at(q):
                     return self._result(q, target, total)
-                q, pe, re, it, _ = self._lm(q, target, [], self.config.max_iterations, soft=False)
+                q, pe, re, it, _ = self._lm(q, target, [], REPAIR_ITERATIONS, soft=False)
                 total += it
-                if pe < REACHED_POSITION and re < REACHED_ORIENTATION and self._clear_at(q):
+                d = self.min_distance(q, CONTACT_MARGIN)
+                if pe < REACHED_POSITION and re < REACHED_ORIENTATION and d > 0.0:
                     return self._result(q, target, total)
+                pushed.append((d, pe + 0.1 * re, q))
                 colliding += 1
-        q = best[1]
-        if self._clear_at(q):
-            return self._result(q, target, total)
-        # the best approach is in collision: the closest clear one, solving with the collision
-        # rows from the first seeds (the target itself may ask for a collision)
-        clear, closest = None, None
-        for s in [best[1]] + seeds[:2]:
-            q, pe, re, it, _ = self._lm(s.copy(), target, [], self.config.max_iterations, soft=False)
+        if self._clear_at(best[1]):
+            return self._result(best[1], target, total)
+        # the best approach is in collision: the closest clear one, from the answers already
+        # pushed out with the collision rows, else solving with them from the first seed
+        if not pushed:
+            q, pe, re, it, _ = self._lm(seeds[0].copy(), target, [], REPAIR_ITERATIONS, soft=False)
             total += it
-            d, score = self.min_distance(q, CONTACT_MARGIN), pe + 0.1 * re
-            if d > 0.0 and (clear is None or score < clear[0]):
-                clear = (score, q)
-            if closest is None or d > closest[0]:
-                closest = (d, q)
-        return self._result(clear[1] if clear is not None else closest[1], target, total)
+            pushed.append((self.min_distance(q, CONTACT_MARGIN), pe + 0.1 * re, q))
+        clear = [(score, q) for d, score, q in pushed if d > 0.0]
+        q = min(clear, key=lambda c: c[0])[1] if clear else max(pushed, key=lambda c: c[0])[2]
+        return self._result(q, target, total)
 
     def _result(self, q: np.ndarray, target: pin.SE3, iterations: int, limited: bool = False) -> IkResult:
         pose = self.fk(q)
