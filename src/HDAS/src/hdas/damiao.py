@@ -321,9 +321,13 @@ def encode_feedback(esc_id: int, status: int, p: float, v: float, tau: float, t_
     pu = float_to_uint(p, -limits.pmax, limits.pmax, 16)
     vu = float_to_uint(v, -limits.vmax, limits.vmax, 12)
     tu = float_to_uint(tau, -limits.tmax, limits.tmax, 12)
-    clamp8 = lambda t: int(min(max(round(t), 0), 255))  # noqa: E731
     return bytes([(status & 0xF) << 4 | (esc_id & 0xF), pu >> 8, pu & 0xFF, vu >> 4,
-                  (vu & 0xF) << 4 | tu >> 8, tu & 0xFF, clamp8(t_mos), clamp8(t_rotor)])
+                  (vu & 0xF) << 4 | tu >> 8, tu & 0xFF, _byte(t_mos), _byte(t_rotor)])
+
+
+def _byte(t: float) -> int:
+    """A temperature [°C] as the frame's unsigned byte (rounded, clamped to 0..255)."""
+    return int(min(max(round(t), 0), 255))
 
 
 def decode_feedback(data: bytes, limits: MotorLimits) -> Feedback:
