@@ -25,7 +25,7 @@ from std_msgs.msg import Float64MultiArray
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.arm_ik_stream import (READY_PENDING, ArmPoseStream, Dropped, StreamConfig, compose, format_pose,
                                    is_base_frame, pose_to_se3)
@@ -76,7 +76,7 @@ class ArmIkNode:
                          queue_size=1, tcp_nodelay=True)
         rospy.Subscriber(p.get("other_feedback_topic", f"/hdas/feedback_arm_{other}"), JointState,
                          self._on_other_feedback, queue_size=1)
-        rospy.Timer(rospy.Duration(0.05), self._watch)
+        WallTimer(0.05, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
         if self.core.ready_clipped:
             rospy.logwarn(f"{self.name}: ready_joints clipped to the joint limits: {self.core.ready_joints.tolist()}")

@@ -32,7 +32,7 @@ from std_msgs.msg import Bool
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
 from mobiman.robot_model import RobotModel
@@ -108,7 +108,7 @@ class ChassisControlNode:
                          queue_size=5)
         rospy.Subscriber(p.get("controller_topic", "/controller"), controller_signal_stamped, self._on_controller,
                          queue_size=5)
-        rospy.Timer(rospy.Duration(0.05), self._watch)
+        WallTimer(0.05, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NAME)
         rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s; "
                       "one tick per chassis feedback message; waiting for chassis feedback")

@@ -108,6 +108,13 @@ class JointTrajectoryTracker:
     def velocity(self) -> np.ndarray:
         return np.array(self._inp.current_velocity)
 
+    def position_list(self) -> list[float]:
+        """The planned position as a list (what a message carries: no array in between)."""
+        return list(self._inp.current_position)
+
+    def velocity_list(self) -> list[float]:
+        return list(self._inp.current_velocity)
+
     @property
     def acceleration(self) -> np.ndarray:
         return np.array(self._inp.current_acceleration)
@@ -297,6 +304,9 @@ class MitGains:
             if not np.isfinite(arr).all():
                 raise ValueError(f"{f} must be finite, got {arr.tolist()}")
             object.__setattr__(self, f, arr)
+        # the lists a motor_control message carries, made once (not on every tick)
+        object.__setattr__(self, "kp_list", self.kp.tolist())
+        object.__setattr__(self, "kd_list", self.kd.tolist())
 
 
 def _sized(values: Sequence[float] | np.ndarray, n: int, what: str) -> list[float]:
@@ -311,8 +321,7 @@ def mit_command(tracker: JointTrajectoryTracker, gains: MitGains, t_ff: np.ndarr
     n = len(tracker.names)
     if gains.kp.shape != (n,) or gains.kd.shape != (n,):      # finite since MitGains checked them
         raise ValueError(f"kp and kd need {n} entries, got {gains.kp.tolist()}, {gains.kd.tolist()}")
-    return (tracker.position.tolist(), tracker.velocity.tolist(), gains.kp.tolist(), gains.kd.tolist(),
-            _sized(t_ff, n, "t_ff"))
+    return (tracker.position_list(), tracker.velocity_list(), gains.kp_list, gains.kd_list, _sized(t_ff, n, "t_ff"))
 
 
 def pid_command(tracker: JointTrajectoryTracker, torque_ratio: Sequence[float]) -> Command:

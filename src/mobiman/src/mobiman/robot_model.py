@@ -42,6 +42,10 @@ class GroupIndex:
     idx_q: np.ndarray          # first q index of each joint
     idx_v: np.ndarray          # v index of each joint
     continuous: np.ndarray     # bool: joint stores (cos, sin) in q
+    # the same as slices where the indices are consecutive and no joint is continuous (arms,
+    # torso): a slice write is a fraction of a fancy-index one, and this runs on every control tick
+    q_slice: slice | None = None
+    v_slice: slice | None = None
 
 
 def load_group_config(path: str | Path) -> tuple[dict[str, list[str]], dict[str, str]]:
@@ -76,7 +80,11 @@ class RobotModel:
             idx_q.append(j.idx_q)
             idx_v.append(j.idx_v)
             cont.append(j.nq == 2)
-        return GroupIndex(tuple(joints), np.array(idx_q), np.array(idx_v), np.array(cont, dtype=bool))
+        def run(idx: list[int]) -> slice | None:
+            consecutive = bool(idx) and idx == list(range(idx[0], idx[0] + len(idx)))
+            return slice(idx[0], idx[0] + len(idx)) if consecutive and not any(cont) else None
+        return GroupIndex(tuple(joints), np.array(idx_q), np.array(idx_v), np.array(cont, dtype=bool),
+                          run(idx_q), run(idx_v))
 
     @property
     def groups(self) -> dict[str, tuple[str, ...]]:
@@ -102,7 +110,10 @@ class RobotModel:
         values = np.asarray(values, dtype=float)
         if values.shape != (len(g.joints),):
             raise ValueError(f"group '{group}' takes {len(g.joints)} values, got shape {values.shape}")
-        if not g.continuous.any():         # the common case, one vectorised write (this runs per control tick)
+        if g.q_slice is not None:          # the common case (this runs per control tick)
+            q[g.q_slice] = values
+            return
+        if not g.continuous.any():
             q[g.idx_q] = values
             return
         for iq, cont, val in zip(g.idx_q, g.continuous, values):
@@ -186,5 +197,6 @@ class RobotModel:
         """A full v (or a) vector with the given group values, zero elsewhere."""
         v = np.zeros(self.model.nv)
         for name, values in groups.items():
-            v[self.group(name).idx_v] = values
+            g = self.group(name)
+            v[g.v_slice if g.v_slice is not None else g.idx_v] = values
         return v

@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import Posture, TargetError, feedforward_at, friction_feedforward
 from mobiman.robot_model import RobotModel, load_group_config
@@ -92,7 +92,7 @@ class TorsoSpeedNode:
         for group, topic in ARMS.items():   # the arms' posture shapes the torso's gravity load
             rospy.Subscriber(p.get(f"{group}_feedback_topic", topic), JointState, self._on_arm_feedback, group,
                              queue_size=1)
-        rospy.Timer(rospy.Duration(0.02), self._watch)
+        WallTimer(0.02, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
         rospy.loginfo(f"{self.name}: speed limit {cfg.max_speed} m/s, acceleration {cfg.max_acceleration} m/s², "
                       f"workspace x {list(cfg.workspace_x)} z {list(cfg.workspace_z)}, command timeout "

@@ -23,7 +23,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
                                    feedforward_at, mit_command, pid_command)
@@ -117,7 +117,7 @@ class JointTrackerNode:
                 topic = {"torso": "/hdas/feedback_torso"}.get(name)
                 if topic:
                     rospy.Subscriber(topic, JointState, self._on_other_feedback, name, queue_size=1)
-        rospy.Timer(rospy.Duration(0.02), self._watch)
+        WallTimer(0.02, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name="r1_jointTracker_demo_node")
         rospy.loginfo("r1_jointTracker_demo_node: %s, %s output%s; waiting for feedback", ", ".join(self.groups),
                       self.mode, ", fast (fixed limits)" if fast else "")
