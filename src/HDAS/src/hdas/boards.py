@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import rospy
 from hdas_msg.msg import bms, controller_signal, controller_signal_stamped
-from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Imu
 
 from hdas import board_frames
@@ -46,7 +45,7 @@ class ImuBoard(Board):
             return
         m = self.msg
         m.header.stamp = rospy.Time.now()
-        x, y, z, w = Rotation.from_euler("xyz", report.rpy).as_quat()
+        x, y, z, w = board_frames.rpy_to_quaternion(*report.rpy)
         m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = x, y, z, w
         m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z = report.gyro
         m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z = report.acc

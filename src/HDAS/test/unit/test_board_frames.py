@@ -62,3 +62,14 @@ def test_remote_round_trip_and_scaling() -> None:
     assert r.sticks == pytest.approx((1.0, -1.0, 0.0, 0.5))
     assert bf.stick_to_raw(math.nan) == bf.STICK_CENTRE and bf.stick_to_raw(3.0) == bf.STICK_MAX
     assert bf.raw_to_stick(4095) == 1.0
+
+
+def test_rpy_to_quaternion_is_scipys_fixed_axis_xyz() -> None:
+    import numpy as np
+    from scipy.spatial.transform import Rotation
+    rng = np.random.default_rng(4)
+    for rpy in rng.uniform(-np.pi, np.pi, size=(500, 3)):
+        q = np.array(bf.rpy_to_quaternion(*rpy))
+        ref = Rotation.from_euler("xyz", rpy).as_quat()
+        assert abs(abs(q @ ref) - 1.0) < 1e-12          # the same rotation (q and -q are)
+        assert abs(np.linalg.norm(q) - 1.0) < 1e-12
