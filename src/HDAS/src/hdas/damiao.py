@@ -163,13 +163,14 @@ def encode_mit(p: float, v: float, kp: float, kd: float, tau: float, limits: Mot
     if not (isfinite(p) and isfinite(v) and isfinite(kp) and isfinite(kd) and isfinite(tau)):
         for name, x in (("p", p), ("v", v), ("kp", kp), ("kd", kd), ("tau", tau)):
             _finite(name, x)
-    # float_to_uint inlined (this runs for every motor on every cycle): the same operations
+    # float_to_uint inlined (this runs for every motor on every cycle); x - (-m) and m - (-m) are
+    # x + m and 2m exactly in floating point, so the codes are float_to_uint's bit for bit
     pm, vm, tm = limits.pmax, limits.vmax, limits.tmax
-    pu = int((min(max(p, -pm), pm) - -pm) * 65535 / (pm - -pm))
-    vu = int((min(max(v, -vm), vm) - -vm) * 4095 / (vm - -vm))
-    kpu = int((min(max(kp, 0.0), KP_MAX) - 0.0) * 4095 / (KP_MAX - 0.0))
-    kdu = int((min(max(kd, 0.0), KD_MAX) - 0.0) * 4095 / (KD_MAX - 0.0))
-    tu = int((min(max(tau, -tm), tm) - -tm) * 4095 / (tm - -tm))
+    pu = int((min(max(p, -pm), pm) + pm) * 65535 / (2 * pm))
+    vu = int((min(max(v, -vm), vm) + vm) * 4095 / (2 * vm))
+    kpu = int(min(max(kp, 0.0), KP_MAX) * 4095 / KP_MAX)
+    kdu = int(min(max(kd, 0.0), KD_MAX) * 4095 / KD_MAX)
+    tu = int((min(max(tau, -tm), tm) + tm) * 4095 / (2 * tm))
     word = pu << 48 | vu << 36 | kpu << 24 | kdu << 12 | tu
     return word.to_bytes(8, "big")
 

@@ -189,6 +189,7 @@ class ArmIK:
         self._goal: np.ndarray | None = None     # a posture the stream travels to (recovery)
         self._cooldown = 0
         self._build_seed_table(np.random.default_rng(seed))
+        self._wrist_in_j5 = self._axes_meeting_point()
         self._shoulder, self._wrist_offset, self.reach = self._reach_geometry(np.random.default_rng(seed + 1))
         self._hand = self._hand_capsules()
 
@@ -224,9 +225,8 @@ class ArmIK:
         origin lies on joint 1's axis, so no posture puts a target's wrist centre further from that
         shoulder point than the reach. Where the model breaks either assumption the check is off
         (reach = inf)."""
-        self._wrist_in_j5 = self._axes_meeting_point()
         qs = rng.uniform(self.lower, self.upper, size=(200, 6))
-        shoulders, offsets, dists = [], [], []
+        shoulders, offsets = [], []
         for q in qs:
             wc = self._wrist_centre(q)
             shoulders.append(self._oMt.actInv(self.data.oMi[2].translation))
@@ -279,7 +279,10 @@ class ArmIK:
 
     def beyond_reach(self, target: pin.SE3) -> bool:
         """No posture meets `target`: its wrist centre is out of the arm's reach (plus a slack)."""
-        return self.wrist_distance(target) > self.reach + REACH_SLACK
+        return self._beyond(self.wrist_distance(target))
+
+    def _beyond(self, wrist_distance: float) -> bool:
+        return wrist_distance > self.reach + REACH_SLACK
 
     def set_other_arm(self, q_other: np.ndarray) -> None:
         """The other arm's joints, for its capsules in the self-collision model."""
@@ -614,8 +617,8 @@ class ArmIK:
         # the task first (warm start: the nearest solution); the RelaxedIK objective decides
         # only where the task cannot be met: how to approach an unreachable target
         start = prev if self._goal is None else self._goal
-        out_of_reach = self.beyond_reach(target)
-        if self._goal is None and (out_of_reach or self._still_far(target)):
+        wrist_distance = self.wrist_distance(target)
+        if self._goal is None and (self._beyond(wrist_distance) or self._still_far(target)):
             # out of reach, or well short of it a moment ago with the target hardly moved: the
             # task alone would fail after all its iterations; only the full objective decides
             q, pe, re, it, md = prev, np.inf, np.inf, 0, np.inf
@@ -633,7 +636,7 @@ class ArmIK:
             self._goal = None
             # (not at the edge of the reach, where every posture has its elbow straight, nor for
             # a hand inside the body: a search that fails costs tens of solves' time)
-            if (self._cooldown <= 0 and self.wrist_distance(target) < self.reach - REACH_EDGE
+            if (self._cooldown <= 0 and wrist_distance < self.reach - REACH_EDGE
                     and not self.hand_blocked(target)):
                 # stuck on a branch that cannot reach (e.g. past a wrist singularity, at a joint
                 # limit): if another posture meets the target, travel there at max_step per solve
