@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tracker alone, the test playing HDAS's feedback: nothing before feedback, a start-up
-hold at the measured position, the 7th (gripper) entry only for 7-entry targets, and silence
-when the feedback goes stale.
+hold at the measured position, the 7th (gripper) entry only for 7-entry targets, silence
+when the feedback goes stale, and a new target answered at once (one tick borrowed from the
+plan's clock, once per feedback period).
 """
 import threading
 import time
@@ -13,7 +14,7 @@ import rostest
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.ros_testing import Latest
+from mobiman.ros_testing import Latest, Recorder
 
 ARM = [f"left_arm_joint{k}" for k in range(1, 7)] + ["left_gripper_finger_joint1"]
 MEASURED = [-1.2, 0.3, -2.0, 0.1, 0.2, -0.1, 0.01]
@@ -45,7 +46,6 @@ class FeedbackPlayer(threading.Thread):
 class JointTrackerFeedbackTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        rospy.init_node("test_joint_tracker_feedback", anonymous=True)
         cls.cmd = Latest("/motion_control/control_arm_left", motor_control)
         cls.target = rospy.Publisher("/motion_target/target_joint_state_arm_left", JointState, queue_size=10)
         cls.player = FeedbackPlayer()
@@ -101,5 +101,72 @@ class JointTrackerFeedbackTest(unittest.TestCase):
         self.assertGreaterEqual(min(c for c in msg.p_des[1:2]), 0.0)
 
 
+class JointTrackerReactTest(unittest.TestCase):
+    """A second tracker (tracker_react) on /react/*: the test sends its feedback one message at a
+    time with stamps 2 ms apart (one tick each), so every command is accounted for."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.commands = Recorder("/react/control_arm_left", motor_control)
+        cls.feedback = rospy.Publisher("/react/feedback_arm_left", JointState, queue_size=10, tcp_nodelay=True)
+        cls.target = rospy.Publisher("/react/target_arm_left", JointState, queue_size=10, tcp_nodelay=True)
+        deadline = time.monotonic() + 120
+        while (cls.feedback.get_num_connections() == 0 or cls.target.get_num_connections() == 0
+               or cls.commands.sub.get_num_connections() == 0):
+            assert time.monotonic() < deadline, "tracker_react did not come up"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        cls.stamp = rospy.Time.now()
+
+    def send_feedback(self) -> None:
+        self.stamp += rospy.Duration(0.002)
+        msg = JointState(name=ARM, position=MEASURED, velocity=[0.0] * 7, effort=[0.0] * 7)
+        msg.header.stamp = self.stamp
+        self.feedback.publish(msg)
+
+    def expect(self, n: int, what: str) -> list:
+        """Wait until n commands are recorded, then a while longer to see that no more come."""
+        deadline = time.monotonic() + 30
+        while len(self.commands.items) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)
+        got = [m for _, m in self.commands.items]
+        self.assertEqual(len(got), n, what)
+        return got
+
+    def test_target_answered_without_waiting_for_feedback(self):
+        self.commands.start()
+        self.send_feedback()                 # start-up: hold
+        self.expect(1, "one command per feedback message")
+        self.send_feedback()
+        held = self.expect(2, "one command per feedback message")[-1]
+        np.testing.assert_allclose(held.v_des, 0.0, atol=1e-12)
+        goal = list(MEASURED[:6])
+        goal[3] += 0.1
+        self.target.publish(JointState(position=goal, velocity=[3.0] * 6))
+        early = self.expect(3, "a new target is answered by one command before the next feedback")[-1]
+        self.assertGreater(early.v_des[3], 0.0, "the early command moves toward the new target")
+        # a second target in the same feedback period waits for the feedback (no second borrowed tick)
+        goal[3] += 0.1
+        self.target.publish(JointState(position=goal, velocity=[3.0] * 6))
+        self.expect(3, "at most one early command per feedback period")
+        # the next feedback's tick was the one borrowed: the plan stands where the early command put it
+        self.send_feedback()
+        same = self.expect(4, "one command per feedback message")[-1]
+        np.testing.assert_allclose(same.p_des, early.p_des, atol=1e-12)
+        np.testing.assert_allclose(same.v_des, early.v_des, atol=1e-12)
+        # and the one after moves on by one tick
+        self.send_feedback()
+        on = self.expect(5, "one command per feedback message")[-1]
+        self.assertGreater(on.v_des[3], early.v_des[3])
+        self.assertGreaterEqual(on.p_des[3], early.p_des[3])
+
+
+def suite() -> unittest.TestSuite:
+    return unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c)
+                              for c in (JointTrackerFeedbackTest, JointTrackerReactTest))
+
+
 if __name__ == "__main__":
-    rostest.rosrun("mobiman", "joint_tracker_feedback", JointTrackerFeedbackTest)
+    rospy.init_node("test_joint_tracker_feedback", anonymous=True)
+    rostest.rosrun("mobiman", "joint_tracker_feedback", "__main__.suite")

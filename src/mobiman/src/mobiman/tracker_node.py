@@ -5,6 +5,13 @@ one tick of that group (so the output runs at the feedback rate, 500 Hz on the R
 step its trajectory on the feedback's stamps, add gravity feed-forward at the measured
 configuration of the whole upper body (a group's own joints at the plan with
 `gravity_at: planned`), publish one hdas_msg/motor_control. No feedback, no output.
+
+A new target does not wait for the next feedback (`react_to_targets`, default on): the
+command of the next tick is computed and sent at once, its tick borrowed from the plan's
+clock (the next feedback then advances one tick less), at most once per feedback message.
+So the motors see a new target within the tracker's own compute time, not after up to one
+feedback period (or a stalled driver's gap), and the plan never runs ahead of robot time by
+more than one tick.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
+from hdas.realtime import policy_name, request_fifo
 from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
@@ -50,6 +58,8 @@ class Group:
     stale: bool = False
     last_tick: float | None = None
     clock_debt: float = 0.0            # robot time not yet turned into trajectory ticks [s]
+    early: bool = False                # a target's tick was sent ahead of this feedback period
+    early_commands: int = 0            # commands sent on a target's arrival (react_to_targets)
     last_target: tuple[list[float], list[float]] | None = None
     resyncs: int = 0
     paused: int = 0                    # ticks the plan waited for the joints (following error)
@@ -79,6 +89,8 @@ class JointTrackerNode:
         self.max_catch_up = max(1, int(round(self.feedback_timeout / dt)))
         self.resync_error = float(p.get("resync_error", 0.3))
         self.max_following_error = float(p.get("max_following_error", 0.05))
+        self.react_to_targets = bool(p.get("react_to_targets", True))
+        self.scheduling = "SCHED_OTHER"
         groups_file = p.get("joint_groups_file") or str(
             Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
         joint_groups, _ = load_group_config(groups_file)
@@ -142,6 +154,26 @@ class JointTrackerNode:
             g.clamped += 1
             self.throttle(rospy.logwarn, f"{g.name}/clamp", f"r1_jointTracker_demo_node: {g.name} target: "
                           + "; ".join(notes))
+        if self.react_to_targets:
+            self._tick_early(g)
+
+    def _tick_early(self, g: Group) -> None:
+        """Send the next tick's command now, on a target's arrival, borrowing that tick from the
+        plan's clock; once per feedback period, and only while the feedback is live."""
+        with g.lock:
+            if not g.tracker.started or g.stale or g.early or g.measured is None:
+                return
+            steps = self._gate(g, 1, np.clip(g.measured, g.tracker.limits.lower, g.tracker.limits.upper))
+            if not steps:
+                return
+            g.early = True
+            g.clock_debt -= g.tracker.dt
+            g.tracker.step()
+            if g.tracker.last_error:
+                g.ruckig_errors += 1
+            out = self._command(g)
+        g.pub.publish(out)
+        g.early_commands += 1
 
     def _on_other_feedback(self, msg: JointState, name: str) -> None:
         try:
@@ -176,44 +208,54 @@ class JointTrackerNode:
                 rospy.loginfo(f"r1_jointTracker_demo_node: {g.name} feedback arrived; holding {np.round(q, 3).tolist()}")
             elif np.max(np.abs(q - g.tracker.position)) > self.resync_error and self._at_rest(msg, n):
                 self._resync(g, q, here)     # far from the plan and not moving: not a lag, the motors are off
-            steps = self._ticks_due(g, msg.header.stamp.to_sec() or rospy.get_time())
-            if steps and self.max_following_error > 0.0:
-                # the joints fell behind the moving plan (stale commands, a stall, a block): its
-                # clock waits for them. Only a lag in the direction of motion counts: a joint ahead
-                # of the plan is pulled back by the plan moving on, not by it waiting.
-                behind = (g.tracker.position - here) * np.sign(g.tracker.velocity)
-                if np.max(behind) > self.max_following_error:
-                    steps = 0
-                    g.paused += 1
+            g.early = False
+            steps = self._gate(g, self._ticks_due(g, msg.header.stamp.to_sec() or rospy.get_time()), here)
             for _ in range(steps):
                 g.tracker.step()
             if steps and g.tracker.last_error:
                 g.ruckig_errors += 1
-            a = g.tracker.acceleration
-            if self.mode == "mit":
-                with self.model_lock:
-                    q_dyn = self.posture.with_group(g.name, g.tracker.position) if g.gravity_at_plan \
-                        else self.posture.q
-                    t_ff = feedforward_at(self.model, q_dyn, g.name, a if self.inertial else None, self.inertial)
-                fields = mit_command(g.tracker, g.gains, t_ff)
-            else:
-                fields = pid_command(g.tracker, g.torque_ratio)
-            grip = g.gripper_target
+            out = self._command(g)
+        g.pub.publish(out)
+        g.ticks += 1
+        sent = out.header.stamp.to_sec()
+        g.stats.tick(sent, time.perf_counter() - t0,
+                     sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
+
+    def _gate(self, g: Group, steps: int, here: np.ndarray) -> int:
+        """The ticks the plan may take now: none while the joints lag the moving plan by more than
+        max_following_error (stale commands, a stall, a block: its clock waits for them). Only a
+        lag in the direction of motion counts: a joint ahead of the plan is pulled back by the plan
+        moving on, not by it waiting. Under g.lock."""
+        if steps and self.max_following_error > 0.0:
+            behind = (g.tracker.position - here) * np.sign(g.tracker.velocity)
+            if np.max(behind) > self.max_following_error:
+                g.paused += 1
+                return 0
+        return steps
+
+    def _command(self, g: Group) -> motor_control:
+        """The motor_control for the plan's current state (MIT: gravity and inertial feed-forward;
+        PID: the speed limit and torque ratio), the gripper appended when it has a target. Under g.lock."""
+        if self.mode == "mit":
+            with self.model_lock:
+                q_dyn = self.posture.with_group(g.name, g.tracker.position) if g.gravity_at_plan \
+                    else self.posture.q
+                t_ff = feedforward_at(self.model, q_dyn, g.name, g.tracker.acceleration if self.inertial else None,
+                                      self.inertial)
+            fields = mit_command(g.tracker, g.gains, t_ff)
+        else:
+            fields = pid_command(g.tracker, g.torque_ratio)
         out = motor_control()
         out.header.stamp = rospy.Time.now()
         out.name = g.name
         out.p_des, out.v_des, out.kp, out.kd, out.t_ff = (list(f) for f in fields)
         # Ruckig does not enforce position limits: a braking joint may pass one by a hair
         out.p_des = np.clip(out.p_des, g.tracker.limits.lower, g.tracker.limits.upper).tolist()
-        if grip is not None:
+        if g.gripper_target is not None:
             kp, kd = g.gripper_gains
-            for lst, x in zip((out.p_des, out.v_des, out.kp, out.kd, out.t_ff), (grip, 0.0, kp, kd, 0.0)):
+            for lst, x in zip((out.p_des, out.v_des, out.kp, out.kd, out.t_ff), (g.gripper_target, 0.0, kp, kd, 0.0)):
                 lst.append(x)
-        g.pub.publish(out)
-        g.ticks += 1
-        sent = out.header.stamp.to_sec()
-        g.stats.tick(sent, time.perf_counter() - t0,
-                     sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
+        return out
 
     @staticmethod
     def _gravity_at(name: str, cfg: dict[str, Any]) -> bool:
@@ -291,7 +333,7 @@ class JointTrackerNode:
             level = DiagnosticStatus.WARN if g.stale or not g.tracker.started else DiagnosticStatus.OK
             values = g.stats.values(now, {
                 "dropped": g.dropped, "clamped": g.clamped, "errors": g.bad_feedback + g.ruckig_errors,
-                "ticks": g.ticks, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
+                "ticks": g.ticks, "early_commands": g.early_commands, "scheduling": self.scheduling, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
                 "bad_feedback": g.bad_feedback, "ruckig_error_ticks": g.ruckig_errors,
                 "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "following_error_pauses": g.paused,
                 "ruckig_error": g.tracker.last_error or ""})
@@ -301,5 +343,11 @@ class JointTrackerNode:
 
 def main() -> None:
     rospy.init_node("r1_jointTracker_demo_node")
-    JointTrackerNode()
+    node = JointTrackerNode()
+    # after the node's threads exist: every one of them is moved (docs/joint_tracker.md "Scheduling")
+    why_not = request_fifo(int(rospy.get_param("~realtime_priority", 0)))
+    if why_not:
+        rospy.logwarn(f"r1_jointTracker_demo_node: {why_not}")
+    node.scheduling = policy_name()
+    rospy.loginfo(f"r1_jointTracker_demo_node: scheduling {node.scheduling}")
     rospy.spin()
