@@ -1,7 +1,8 @@
 """Real-time scheduling for a control process (SCHED_FIFO), as ros2_control's controller manager
 asks for its loop: a controller that wakes on every message must not wait behind batch work
 for a core. Linux schedules threads, not processes, so every thread the process has is moved,
-and threads started later inherit the policy of the thread that starts them.
+and threads started later inherit the policy of the thread that starts them (so do processes:
+a tool that launches others calls `normal_priority()` first).
 
 Asking is allowed to fail (no CAP_SYS_NICE, a container without RT budget): the caller logs the
 reason and runs at normal priority. The kernel's RT throttling (sched_rt_runtime_us) still
@@ -34,6 +35,15 @@ def request_fifo(priority: int) -> str | None:
         return f"SCHED_FIFO {priority} not permitted ({e.strerror}): running at normal priority " \
                f"(grant CAP_SYS_NICE or an rtprio limit to the robot user)"
     return None
+
+
+def normal_priority() -> None:
+    """Every thread of this process back to SCHED_OTHER (always permitted)."""
+    for tid in [int(t) for t in os.listdir("/proc/self/task")]:
+        try:
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        except ProcessLookupError:
+            pass
 
 
 def policy_name(tid: int = 0) -> str:

@@ -10,7 +10,7 @@ from hdas.realtime import policy_name, request_fifo
 
 CHILD = textwrap.dedent("""
     import json, os, threading, time
-    from hdas.realtime import policy_name, request_fifo
+    from hdas.realtime import normal_priority, policy_name, request_fifo
     tids = {}
     def idle(key):
         tids[key] = threading.get_native_id()
@@ -20,8 +20,11 @@ CHILD = textwrap.dedent("""
     err = request_fifo(10)
     after = threading.Thread(target=idle, args=("after",)); after.start()
     while "after" not in tids: time.sleep(0.01)
-    print(json.dumps({"error": err, "main": policy_name(0), "before": policy_name(tids["before"]),
-                      "after": policy_name(tids["after"])}))
+    moved = {"main": policy_name(0), "before": policy_name(tids["before"]), "after": policy_name(tids["after"])}
+    normal_priority()
+    back = {k: policy_name(tids[k]) for k in ("before", "after")}
+    back["main"] = policy_name(0)
+    print(json.dumps({"error": err, **moved, "back": back}))
 """)
 
 
@@ -32,6 +35,7 @@ def test_every_thread_is_moved_or_the_reason_is_given():
     got = json.loads(out.stdout)
     if got["error"] is None:
         assert got["main"] == got["before"] == got["after"] == "SCHED_FIFO 10"
+        assert set(got["back"].values()) == {"SCHED_OTHER"}     # and normal_priority() undoes it
     else:                       # not permitted here: said so, and nothing half-done
         assert "not permitted" in got["error"] and "normal priority" in got["error"]
         assert got["main"] == got["before"] == got["after"] == "SCHED_OTHER"
