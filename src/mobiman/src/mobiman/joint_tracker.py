@@ -31,7 +31,7 @@ def _vector(values: Sequence[float], n: int, what: str, error: type[Exception] =
     if v.shape[0] not in (n, n + 1):
         raise error(f"{what} has {v.shape[0]} entries, expected {n} (or {n + 1} with a gripper)")
     v = v[:n]
-    if not math.isfinite(v @ v):       # NaN and inf propagate (and a joint value past 1e154 is no value)
+    if not math.isfinite(sum(v.tolist())):    # NaN and inf propagate (a list's sum: numpy's is slower on 6 values)
         raise error(f"{what} has non-finite entries: {v.tolist()}")
     return v
 
@@ -173,11 +173,15 @@ class JointTrajectoryTracker:
         return notes
 
     def step(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Advance one dt; returns (position, velocity, acceleration) of the trajectory.
+        """Advance one dt (`advance`); returns (position, velocity, acceleration) of the trajectory."""
+        self.advance()
+        return self.position, self.velocity, self.acceleration
 
-        With no target the reset position is held at rest. If Ruckig fails, the last position is
-        held at rest and the reason goes to `last_error` (a successful step clears it); the target
-        is kept, so the next step tries again from rest.
+    def advance(self) -> None:
+        """Advance one dt. With no target the reset position is held at rest. If Ruckig fails, the
+        last position is held at rest and the reason goes to `last_error` (a successful step clears
+        it); the target is kept, so the next step tries again from rest. (The control loop reads
+        only what it sends: no arrays are built here.)
         """
         if not self._started:
             raise RuntimeError("reset() the tracker with the measured position first")
@@ -199,7 +203,6 @@ class JointTrajectoryTracker:
                 self.last_error = error or f"ruckig: {result.name}" + ("" if finite else " (non-finite output)")
                 self._hold(self.position)
                 self._finished = False
-        return self.position, self.velocity, self.acceleration
 
     def _hold(self, position: np.ndarray) -> None:
         self._inp.current_position = np.asarray(position, dtype=float).tolist()

@@ -178,13 +178,18 @@ class RobotModel:
     def gravity(self, q: np.ndarray, group: str | None = None) -> np.ndarray:
         """Joint torques that hold the robot still against gravity (RNEA with v = a = 0)."""
         tau = pin.computeGeneralizedGravity(self.model, self.data, q)
-        return tau.copy() if group is None else tau[self.group(group).idx_v]
+        return tau.copy() if group is None else self._group_torques(tau, group)
 
     def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a: np.ndarray,
                          group: str | None = None) -> np.ndarray:
         """Joint torques for motion (q, v, a) including gravity (RNEA)."""
         tau = pin.rnea(self.model, self.data, q, v, a)
-        return tau.copy() if group is None else tau[self.group(group).idx_v]
+        return tau.copy() if group is None else self._group_torques(tau, group)
+
+    def _group_torques(self, tau: np.ndarray, group: str) -> np.ndarray:
+        """A group's entries of a full torque vector, copied (pinocchio reuses its Data)."""
+        g = self.group(group)
+        return tau[g.v_slice].copy() if g.v_slice is not None else tau[g.idx_v]
 
     @property
     def zero_velocity(self) -> np.ndarray:

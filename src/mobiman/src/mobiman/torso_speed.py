@@ -329,7 +329,7 @@ class TorsoSpeedController:
                 steps = 0
                 self.stats["paused"] += 1
         for _ in range(steps):
-            trk.step()
+            trk.advance()
         if trk.last_error:
             self.events.append(f"joint-target trajectory: {trk.last_error}")
         self._q, self._qd, self._qdd = trk.position, trk.velocity, trk.acceleration

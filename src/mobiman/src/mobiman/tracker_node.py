@@ -168,7 +168,7 @@ class JointTrackerNode:
                 return
             g.early = True
             g.clock_debt -= g.tracker.dt
-            g.tracker.step()
+            g.tracker.advance()
             if g.tracker.last_error:
                 g.ruckig_errors += 1
             out = self._command(g)
@@ -211,7 +211,7 @@ class JointTrackerNode:
             g.early = False
             steps = self._gate(g, self._ticks_due(g, msg.header.stamp.to_sec() or rospy.get_time()), here)
             for _ in range(steps):
-                g.tracker.step()
+                g.tracker.advance()
             if steps and g.tracker.last_error:
                 g.ruckig_errors += 1
             out = self._command(g)
