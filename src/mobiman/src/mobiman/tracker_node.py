@@ -171,9 +171,9 @@ class JointTrackerNode:
             g.tracker.advance()
             if g.tracker.last_error:
                 g.ruckig_errors += 1
-            out = self._command(g)
-        g.pub.publish(out)
-        g.early_commands += 1
+            # published under the lock: a feedback tick computed after this one cannot go out before it
+            g.pub.publish(self._command(g))
+            g.early_commands += 1
 
     def _on_other_feedback(self, msg: JointState, name: str) -> None:
         try:
@@ -215,7 +215,7 @@ class JointTrackerNode:
             if steps and g.tracker.last_error:
                 g.ruckig_errors += 1
             out = self._command(g)
-        g.pub.publish(out)
+            g.pub.publish(out)      # under the lock: commands leave in the order they were computed
         g.ticks += 1
         sent = out.header.stamp.to_sec()
         g.stats.tick(sent, time.perf_counter() - t0,
