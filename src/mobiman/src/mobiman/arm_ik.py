@@ -32,6 +32,7 @@ import pinocchio as pin
 from scipy.linalg import lapack
 from scipy.spatial import cKDTree
 
+from mobiman.arm_closed_form import ClosedFormArm
 from mobiman.capsules import capsules_from_urdf, segment_distance_py
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -44,6 +45,7 @@ FAR_POSITION, FAR_ORIENTATION = 0.005, 0.05   # [m], [rad] a stream this far off
 STALL_RATIO, STALL_STEPS = 0.7, 4   # a streamed task pass crawling this slowly gives up
 COLLIDING_ANSWERS = 4           # cold seeds that meet the target only in collision: it asks for one
 SOFT_PLATEAU = 1e-5            # the full objective stops when a step gains less than this share of its cost
+CLOSED_FORM_POLISH = 10         # LM iterations that take a closed-form posture onto the exact pose
 REPAIR_ITERATIONS = 15          # pushing a cold answer out of collision with the collision rows
 REACH_SLACK = 0.002             # [m] a wrist centre this far beyond the reach is surely out of it
 REACH_EDGE = 0.01               # [m] this close to the reach every posture has its elbow straight
@@ -190,6 +192,7 @@ class ArmIK:
         self._cooldown = 0
         self._build_seed_table(np.random.default_rng(seed))
         self._wrist_in_j5 = self._axes_meeting_point()
+        self._closed_form = ClosedFormArm.from_model(self.model, self._ee, self._wrist_in_j5)   # cold seeds
         self._shoulder, self._wrist_offset, self.reach = self._reach_geometry(np.random.default_rng(seed + 1))
         self._hand = self._hand_capsules()
 
@@ -676,18 +679,29 @@ class ArmIK:
             q0 = np.clip(seed, self.lower, self.upper) if seed is not None else (self.lower + self.upper) / 2
             return self._result(q0, target, 0)
         seeds = [] if seed is None else [np.clip(np.asarray(seed, float), self.lower, self.upper)]
-        seeds += list(self._table_seeds(target, self.COLD_SEEDS))
         task = self._task_weights
-        best, total, n, colliding = None, 0, 0, 0
+        total = 0
+        if self.hand_blocked(target):
+            # the hand itself would be inside the body: no posture meets the target; the closest
+            # clear approach from the nearest clear seed (the task with the collision rows)
+            seeds += list(self._table_seeds(target, self.COLD_SEEDS))
+            start = next((s for s in seeds if self._clear_at(s)), seeds[0])
+            q, _, _, it, _ = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
+            return self._result(q if self._clear_at(q) else start, target, it)
+        # fast path: the arm's closed-form postures, the clear ones polished (they are within a
+        # fraction of a millimetre: the wrist axes miss each other by 0.5 mm)
+        for c in self._closed_form_seeds(target, seeds[0] if seeds else None):
+            if not self._clear_at(c):
+                continue
+            q, pe, re, it, _ = self._lm(c.copy(), target, [], CLOSED_FORM_POLISH, soft=False, weights=task)
+            total += it
+            if pe < REACHED_POSITION and re < REACHED_ORIENTATION and self._clear_at(q):
+                return self._result(q, target, total)
+        # no clear closed-form posture meets it (or the model is not of that kind): seeds from the table
+        seeds += list(self._table_seeds(target, self.COLD_SEEDS))
+        best, n, colliding = None, 0, 0
         pushed: list[tuple[float, float, np.ndarray]] = []     # (clearance, score, q) with the collision rows
         while n < len(seeds) and n < 2 * self.COLD_SEEDS and colliding < COLLIDING_ANSWERS:
-            if n == 1 and self.hand_blocked(target):
-                # (checked once the first seed failed: most targets are met by it) the hand itself
-                # would be inside the body: no posture meets the target; the closest clear approach
-                # from the nearest clear seed (the task with the collision rows)
-                start = next((s for s in seeds if self._clear_at(s)), seeds[0])
-                q, _, _, it, _ = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False)
-                return self._result(q if self._clear_at(q) else start, target, total + it)
             s = seeds[n]
             n += 1
             q, pe, re, it, _ = self._lm(s.copy(), target, [], self.config.max_iterations_cold, soft=False,
@@ -750,6 +764,14 @@ class ArmIK:
         feats = [self._features(self.fk(q)) for q in qs]
         self._table_q = np.array(qs)
         self._table = cKDTree(np.array(feats))
+
+    def _closed_form_seeds(self, target: pin.SE3, near: np.ndarray | None) -> list[np.ndarray]:
+        """The arm's closed-form postures for the target (`mobiman.arm_closed_form`), nearest to
+        `near` (else the middle of the joint ranges) first; none where the model is not of that kind."""
+        if self._closed_form is None:
+            return []
+        ref = (self.lower + self.upper) / 2 if near is None else near
+        return sorted(self._closed_form.postures(self._oMt * target), key=lambda q: float(np.abs(q - ref).sum()))
 
     def _table_seeds(self, target: pin.SE3, k: int) -> np.ndarray:
         _, idx = self._table.query(self._features(target), k=k)
