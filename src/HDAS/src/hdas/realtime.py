@@ -22,15 +22,7 @@ def request_fifo(priority: int) -> str | None:
     if not lo <= priority <= hi:
         return f"SCHED_FIFO priority must be within {lo}..{hi} (or 0: off), not {priority}"
     try:
-        tids = [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:
-        tids = [0]
-    try:
-        for tid in tids:
-            try:
-                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
-            except ProcessLookupError:      # the thread ended meanwhile
-                pass
+        _set_all_threads(os.SCHED_FIFO, priority)
     except OSError as e:
         return f"SCHED_FIFO {priority} not permitted ({e.strerror}): running at normal priority " \
                f"(grant CAP_SYS_NICE or an rtprio limit to the robot user)"
@@ -39,10 +31,14 @@ def request_fifo(priority: int) -> str | None:
 
 def normal_priority() -> None:
     """Every thread of this process back to SCHED_OTHER (always permitted)."""
+    _set_all_threads(os.SCHED_OTHER, 0)
+
+
+def _set_all_threads(policy: int, priority: int) -> None:
     for tid in [int(t) for t in os.listdir("/proc/self/task")]:
         try:
-            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-        except ProcessLookupError:
+            os.sched_setscheduler(tid, policy, os.sched_param(priority))
+        except ProcessLookupError:      # the thread ended meanwhile
             pass
 
 

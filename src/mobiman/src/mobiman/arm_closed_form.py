@@ -20,19 +20,12 @@ import numpy as np
 import pinocchio as pin
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """3-vector cross product (np.cross costs ~10 µs on 3 values)."""
-    a0, a1, a2 = a.tolist()
-    b0, b1, b2 = b.tolist()
-    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-
-
 # The sub-problems work on 3-tuples of floats: numpy's per-call cost on 3 values was most of a solve.
 def _dot(a, b) -> float:
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-def _tcross(a, b) -> tuple[float, float, float]:
+def _cross(a, b) -> tuple[float, float, float]:
     return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
 
 
@@ -41,7 +34,7 @@ def rotation_angle(axis, p, q) -> float:
     ap, aq = _dot(axis, p), _dot(axis, q)
     pp = (p[0] - axis[0] * ap, p[1] - axis[1] * ap, p[2] - axis[2] * ap)
     qq = (q[0] - axis[0] * aq, q[1] - axis[1] * aq, q[2] - axis[2] * aq)
-    return math.atan2(_dot(axis, _tcross(pp, qq)), _dot(pp, qq))
+    return math.atan2(_dot(axis, _cross(pp, qq)), _dot(pp, qq))
 
 
 def two_rotations(w1, w2, p, q) -> list[tuple[float, float]]:
@@ -52,7 +45,7 @@ def two_rotations(w1, w2, p, q) -> list[tuple[float, float]]:
     w2p, w1q = _dot(w2, p), _dot(w1, q)
     alpha = (c * w2p - w1q) / den
     beta = (c * w1q - w2p) / den
-    cross = _tcross(w1, w2)
+    cross = _cross(w1, w2)
     g2 = (_dot(p, p) - alpha ** 2 - beta ** 2 - 2.0 * alpha * beta * c) / _dot(cross, cross)
     gammas = (math.sqrt(g2), -math.sqrt(g2)) if g2 > 1e-12 else (0.0,)
     out = []
@@ -78,6 +71,19 @@ class ClosedFormArm:
     ee_rotation0: np.ndarray  # the end effector's rotation at q = 0
     lower: np.ndarray
     upper: np.ndarray
+
+    def __post_init__(self) -> None:
+        """What joint 3's law of cosines needs, fixed for the arm: |shoulder -> wrist centre|² =
+        const + c1 cos q3 + c2 sin q3 (elbow arm A, forearm B split along and across axis 3)."""
+        u = self.axes[2]
+        A, B = self.elbow - self.shoulder, self.wrist0 - self.elbow
+        b_perp = B - u * (u @ B)
+        k = A + u * (u @ B)
+        c1, c2 = 2.0 * (k @ b_perp), 2.0 * float(np.dot(k, _cross(u, b_perp)))
+        for name, value in (("_ax", [tuple(x) for x in self.axes.tolist()]), ("_arm", A), ("_forearm", B),
+                            ("_const", float(k @ k + b_perp @ b_perp)), ("_r", math.hypot(c1, c2)),
+                            ("_phi", math.atan2(c2, c1)), ("_mid", 0.5 * (self.lower + self.upper))):
+            object.__setattr__(self, name, value)
 
     @classmethod
     def from_model(cls, model: pin.Model, ee_frame: int, wrist_in_j5: np.ndarray,
@@ -110,25 +116,16 @@ class ClosedFormArm:
     def postures(self, target: pin.SE3) -> list[np.ndarray]:
         """Up to 8 postures (within the joint limits where a 2π turn allows, else clipped) that put
         the end effector near `target` (world frame); the closest approach where it is out of reach."""
-        a = self.axes
-        ax = [tuple(x) for x in a.tolist()]
+        a, ax = self.axes, self._ax
         v = (target.act(self.wrist_in_ee) - self.shoulder).tolist()     # the wrist centre from the shoulder
-        # joint 3: |shoulder -> wrist centre| = |v| (law of cosines about axis 3)
-        A, B = self.elbow - self.shoulder, self.wrist0 - self.elbow
-        u = a[2]
-        b_par = u * (u @ B)
-        b_perp = B - b_par
-        k = A + b_par
-        c1, c2 = 2.0 * (k @ b_perp), 2.0 * (k @ _cross(u, b_perp))
-        rhs = _dot(v, v) - k @ k - b_perp @ b_perp
-        r = math.hypot(c1, c2)
-        phi = math.atan2(c2, c1)
-        spread = math.acos(max(-1.0, min(1.0, rhs / r))) if r > 1e-12 else 0.0
+        # joint 3 from |shoulder -> wrist centre| = |v| (law of cosines about axis 3, __post_init__)
+        rhs = _dot(v, v) - self._const
+        spread = math.acos(max(-1.0, min(1.0, rhs / self._r))) if self._r > 1e-12 else 0.0
         out = []
         r_goal = target.rotation @ self.ee_rotation0.T
-        for q3 in {phi + spread, phi - spread}:
-            r3 = _axis_rotation(u, q3)
-            w = (A + r3 @ B).tolist()
+        for q3 in {self._phi + spread, self._phi - spread}:
+            r3 = _axis_rotation(a[2], q3)
+            w = (self._arm + r3 @ self._forearm).tolist()
             for q1, q2 in two_rotations(ax[0], ax[1], w, v):
                 m = (_axis_rotation(a[0], q1) @ _axis_rotation(a[1], q2) @ r3).T @ r_goal   # = R4 R5 R6
                 m6 = (m @ a[5]).tolist()
@@ -140,6 +137,5 @@ class ClosedFormArm:
 
     def _within_limits(self, q: np.ndarray) -> np.ndarray:
         """Each angle turned by 2π into its limits where that fits (nearest the middle), else clipped."""
-        mid = 0.5 * (self.lower + self.upper)
-        q = q + 2.0 * np.pi * np.round((mid - q) / (2.0 * np.pi))
+        q = q + 2.0 * np.pi * np.round((self._mid - q) / (2.0 * np.pi))
         return np.clip(q, self.lower, self.upper)

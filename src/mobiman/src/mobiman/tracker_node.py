@@ -52,7 +52,7 @@ class Group:
     gripper_gains: tuple[float, float] | None
     gravity_at_plan: bool = False      # the group's own joints at the planned, not measured, position
     gripper_target: float | None = None
-    measured: np.ndarray | None = None
+    here: np.ndarray | None = None     # the last measured joints, clipped to the limits
     feedback_stamp: float = -1e9       # ROS time of the last feedback
     feedback_wall: float = -1e9        # and wall time (monotonic)
     stale: bool = False
@@ -161,9 +161,9 @@ class JointTrackerNode:
         """Send the next tick's command now, on a target's arrival, borrowing that tick from the
         plan's clock; once per feedback period, and only while the feedback is live."""
         with g.lock:
-            if not g.tracker.started or g.stale or g.early or g.measured is None:
+            if not g.tracker.started or g.stale or g.early or g.here is None:
                 return
-            steps = self._gate(g, 1, np.clip(g.measured, g.tracker.limits.lower, g.tracker.limits.upper))
+            steps = self._gate(g, 1, g.here)
             if not steps:
                 return
             g.early = True
@@ -196,13 +196,14 @@ class JointTrackerNode:
         with self.model_lock:
             self.posture.set(g.name, q)
         with g.lock:
-            g.measured, g.feedback_stamp, g.feedback_wall = q, rospy.get_time(), time.monotonic()
+            g.feedback_stamp, g.feedback_wall = rospy.get_time(), time.monotonic()
             if g.stale:
                 g.stale = False
                 self.throttle(rospy.loginfo, f"{g.name}/back",
                               f"r1_jointTracker_demo_node: {g.name} feedback is back; publishing again")
             lim = g.tracker.limits
             here = np.clip(q, lim.lower, lim.upper)      # a joint resting on its hard stop reads just past it
+            g.here = here
             if not g.tracker.started:
                 g.tracker.reset(here)    # hold where the robot is: no jump to zero or a stale target
                 rospy.loginfo(f"r1_jointTracker_demo_node: {g.name} feedback arrived; holding {np.round(q, 3).tolist()}")
