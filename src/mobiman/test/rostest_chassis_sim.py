@@ -51,6 +51,14 @@ def relative(start: np.ndarray, pose: np.ndarray) -> np.ndarray:
                      math.atan2(math.sin(pose[2] - start[2]), math.cos(pose[2] - start[2]))])
 
 
+def crossing(t: np.ndarray, x: np.ndarray, level: float) -> float:
+    """When x first reaches `level`, linearly interpolated between the samples around it."""
+    k = int(np.argmax(x >= level))
+    if k == 0:
+        return float(t[0])
+    return float(t[k - 1] + (level - x[k - 1]) / (x[k] - x[k - 1]) * (t[k] - t[k - 1]))
+
+
 class ChassisSimTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -132,8 +140,9 @@ class ChassisSimTest(unittest.TestCase):
         # the robot (ground truth): from its first motion to 98 % of 0.5 m/s in the time the limit implies
         # (±10 %); the motion starts one loop delay late, and the simulated wheels' speed loop
         # lags, then catches up (mid-ramp slope up to ~1.1× the limit, ~8 % overshoot that decays)
-        moving = stamps[np.argmax(vx >= 0.01)]
-        reached = stamps[np.argmax(vx >= 0.49)]
+        # crossing times interpolated between samples (taking the first sample past each level
+        # added up to one 5 ms sample to the 0.19 s interval, a quarter of the ±10 % tolerance)
+        moving, reached = crossing(stamps, vx, 0.01), crossing(stamps, vx, 0.49)
         ideal = (0.49 - 0.01) / ACC_X
         rospy.loginfo(f"chassis: commanded ramp {commanded_slope:.3f} m/s² (limit {ACC_X}); ground truth from "
                       f"0.01 to 0.49 m/s in {reached - moving:.3f} s (ideal {ideal:.3f} s), moving "
@@ -161,8 +170,14 @@ class ChassisSimTest(unittest.TestCase):
         rospy.loginfo(f"chassis: stream stopped, below 0.02 m/s {stopped_at:.3f} s later "
                       f"(timeout {COMMAND_TIMEOUT} s + {0.5 / ACC_X:.2f} s ramp)")
         self.assertLess(stopped_at, COMMAND_TIMEOUT + 0.5 / ACC_X + 0.2)
-        decel = -np.diff(vx) / np.maximum(np.diff(stamps), 1e-6)
-        self.assertLess(np.percentile(decel, 95), ACC_X * 1.3, "braked harder than the limit")
+        # deceleration over any 0.1 s of robot time: sample-to-sample differences of the 200 Hz
+        # ground truth carry the wheels' speed-loop ripple (their p95 measured 2.97-3.26 m/s² on
+        # runs whose 0.1 s maximum was 2.79-2.82, so that check failed by chance)
+        later = np.searchsorted(stamps, stamps + 0.1)
+        ok = later < len(stamps)
+        decel = (vx[ok] - vx[later[ok]]) / (stamps[later[ok]] - stamps[ok])
+        rospy.loginfo(f"chassis: braking over 0.1 s at most {decel.max():.3f} m/s² (limit {ACC_X})")
+        self.assertLess(decel.max(), ACC_X * 1.3, "braked harder than the limit")
 
     def test_b_sideways_and_yaw_give_the_right_module_angles(self):
         self.wait_stopped()
