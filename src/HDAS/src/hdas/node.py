@@ -23,7 +23,7 @@ from hdas.bus import BusLoop, DriverBus, open_bus
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import DirectPublisher, QuietPublisher
 from hdas.throttle import Throttle
 from hdas.urdf_limits import limit_arrays, read_limits
 
@@ -123,6 +123,10 @@ class HdasNode:
     def _pub(self, param: str, cls: type, queue: int = 10) -> rospy.Publisher:
         return QuietPublisher(self.topics[param], cls, queue_size=queue)
 
+    def _stream_pub(self, param: str, cls: type) -> rospy.Publisher:
+        """A feedback stream at the bus rate: written in the bus loop's publish (hdas.ros_io.DirectPublisher)."""
+        return DirectPublisher(self.topics[param], cls, tcp_nodelay=True)
+
     def _wire_groups(self) -> None:
         for name, group in self.groups.items():
             fb_param, cmd_param, _, srv_param = GROUP_TOPICS.get(name, (None, None, None, None))
@@ -131,7 +135,7 @@ class HdasNode:
             bus.add_sink(group.on_frame)
             bus.add_command_stamp(lambda g=group: g.sent_stamp)
             if fb_param:
-                bus.after_send(self._feedback_publisher(group, self._pub(fb_param, JointState)))
+                bus.after_send(self._feedback_publisher(group, self._stream_pub(fb_param, JointState)))
             if cmd_param:
                 rospy.Subscriber(self.topics[cmd_param], motor_control, self._command_cb(group), queue_size=1,
                                  tcp_nodelay=True)
@@ -139,7 +143,7 @@ class HdasNode:
                 rospy.Service(self.topics[srv_param], FunctionFrame, self._service_cb(group))
             if group.spec.gripper and name in GRIPPER_TOPICS:
                 fb, motor_cmd, stroke_cmd, _ = GRIPPER_TOPICS[name]
-                bus.after_send(self._gripper_publisher(group, self._pub(fb, JointState)))
+                bus.after_send(self._gripper_publisher(group, self._stream_pub(fb, JointState)))
                 rospy.Subscriber(self.topics[motor_cmd], motor_control, self._gripper_motor_cb(group), queue_size=1)
                 rospy.Subscriber(self.topics[stroke_cmd], Float32, self._gripper_stroke_cb(group), queue_size=1)
 

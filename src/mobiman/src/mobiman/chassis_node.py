@@ -32,7 +32,7 @@ from std_msgs.msg import Bool
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher, WallTimer
+from hdas.ros_io import DirectPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
 from mobiman.robot_model import RobotModel
@@ -86,16 +86,16 @@ class ChassisControlNode:
         # control), latency = the feedback's stamp -> the motor_control publish
         self.stats = LoopStats()
 
-        self.cmd_pub = QuietPublisher(p.get("motor_command_topic_name", "/motion_control/control_chassis"),
-                                       motor_control, queue_size=1, tcp_nodelay=True)
-        self.speed_pub = QuietPublisher("/motion_control/chassis_speed", Twist, queue_size=1)
+        self.cmd_pub = DirectPublisher(p.get("motor_command_topic_name", "/motion_control/control_chassis"),
+                                        motor_control, tcp_nodelay=True)
+        self.speed_pub = DirectPublisher("/motion_control/chassis_speed", Twist)
         self.publish_odom = bool(p.get("publish_odom", True))
         self.publish_tf = bool(p.get("publish_odom_tf", True))
         self.odom_frame = str(p.get("odom_frame", "odom"))
         # the odometry moves the URDF's root (base_footprint, on the floor under base_link): a
         # transform to base_link would give it a second parent and break the TF tree
         self.odom_child_frame = str(p.get("odom_child_frame", "base_footprint"))
-        self.odom_pub = QuietPublisher(p.get("odom_topic", "/odom"), Odometry, queue_size=5) \
+        self.odom_pub = DirectPublisher(p.get("odom_topic", "/odom"), Odometry) \
             if self.publish_odom else None
         self.tf = tf2_ros.TransformBroadcaster() if self.publish_odom and self.publish_tf else None
 

@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import DirectPublisher, QuietPublisher
 from hdas.throttle import Throttle
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
@@ -74,8 +74,8 @@ class EePoseNode:
                 ("right", "right_arm", 1, "right_arm_feedback_topic", "/hdas/feedback_arm_right",
                  "right_ee_pose_topic", "/motion_control/pose_ee_arm_right", frames.floating_base))
         for name, group, extra, in_param, in_default, out_param, out_default, frame_id in spec:
-            s = Stream(name, group, extra, QuietPublisher(p.get(out_param, out_default), PoseStamped,
-                                                           queue_size=10, tcp_nodelay=True), frame_id)
+            s = Stream(name, group, extra, DirectPublisher(p.get(out_param, out_default), PoseStamped,
+                                                            tcp_nodelay=True), frame_id)
             self.streams[name] = s
             rospy.Subscriber(p.get(in_param, in_default), JointState, self._on_feedback, s, queue_size=10,
                              tcp_nodelay=True)

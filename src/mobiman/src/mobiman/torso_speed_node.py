@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher, WallTimer
+from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import Posture, TargetError, feedforward_at, friction_feedforward
 from mobiman.robot_model import RobotModel, load_group_config
@@ -80,8 +80,8 @@ class TorsoSpeedNode:
         self.stats = LoopStats()
         self.last_state: np.ndarray | None = None      # measured (x, z, pitch)
 
-        self.out = QuietPublisher(p.get("command_topic", "/motion_control/control_torso"), motor_control,
-                                   queue_size=1, tcp_nodelay=True)
+        self.out = DirectPublisher(p.get("command_topic", "/motion_control/control_torso"), motor_control,
+                                   tcp_nodelay=True)
         self.state_pub = QuietPublisher("~torso_link3", PoseStamped, queue_size=1)
         rospy.Subscriber(p.get("speed_topic", "/motion_target/target_speed_torso"), Twist, self._on_speed,
                          queue_size=10, tcp_nodelay=True)

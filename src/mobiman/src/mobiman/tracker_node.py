@@ -31,7 +31,7 @@ from sensor_msgs.msg import JointState
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.realtime import policy_name, request_fifo
-from hdas.ros_io import QuietPublisher, WallTimer
+from hdas.ros_io import DirectPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
                                    feedforward_at, mit_command, pid_command)
@@ -114,7 +114,7 @@ class JointTrackerNode:
             grip = cfg.get("gripper")
             self.groups[name] = Group(
                 name, JointTrajectoryTracker(joint_groups[name], tracker_limits, dt),
-                QuietPublisher(cfg["command_topic"], motor_control, queue_size=1, tcp_nodelay=True),
+                DirectPublisher(cfg["command_topic"], motor_control, tcp_nodelay=True),
                 MitGains(np.array(cfg["kp"], float), np.array(cfg["kd"], float)),
                 np.array(cfg.get("torque_ratio", [1.0] * len(joint_groups[name])), float),
                 (float(grip["kp"]), float(grip["kd"])) if grip else None,
