@@ -8,7 +8,7 @@ services to them and publishes at the rates of the stock driver.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import rospy
@@ -23,7 +23,7 @@ from hdas.bus import BusLoop, DriverBus, open_bus
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
-from hdas.ros_io import DirectPublisher, QuietPublisher
+from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from hdas.urdf_limits import limit_arrays, read_limits
 
@@ -255,10 +255,11 @@ class HdasNode:
                 gripper = slice(group.n - 1, group.n)
                 self._status_pubs.append((group, gripper, self._pub(GRIPPER_TOPICS[name][3], feedback_status, 2)))
         self._last_counts: dict[str, tuple[float, int, int, int]] = {}
-        rospy.Timer(rospy.Duration(1.0 / self.config.status_rate), self._publish_status)
+        # wall time: a rospy.Timer on the simulated clock wakes on every /clock message (hdas.ros_io)
+        WallTimer(1.0 / self.config.status_rate, self._publish_status, "status")
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name="HDAS")   # 1 Hz of wall time
 
-    def _publish_status(self, _event: rospy.timer.TimerEvent) -> None:
+    def _publish_status(self, _event: Any) -> None:
         now = time.monotonic()
         conditions = {g.name: g.conditions(now) for g in self.groups.values()}
         for group, part, pub in self._status_pubs:

@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import DirectPublisher, QuietPublisher
+from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
@@ -148,7 +148,7 @@ class EePoseNode:
         if not 0.0 < rate <= 1000.0:
             rospy.logwarn(f"{NODE}: joint_states_rate_hz {rate} out of (0, 1000]; using 50")
             rate = 50.0
-        rospy.Timer(rospy.Duration(1.0 / rate), self._publish_joint_states)
+        WallTimer(1.0 / rate, self._publish_joint_states, "joint_states")   # wall time: hdas.ros_io.WallTimer
 
     def _on_chassis(self, msg: JointState) -> None:
         n = len(self.merger.wheel_joints)

@@ -20,7 +20,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.rc_manager import RcConfig, RcManager, Sticks
 from mobiman.robot_model import load_group_config
@@ -65,7 +65,7 @@ class RcManagerNode:
         if not 0.0 < rate <= 200.0:
             rospy.logwarn(f"{NODE}: rate_hz {rate} out of (0, 200]; using 20")
             rate = 20.0
-        rospy.Timer(rospy.Duration(1.0 / rate), self._tick)
+        WallTimer(1.0 / rate, self._tick, "tick")   # wall time, as the remote's own clock: hdas.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NODE)
         rospy.loginfo(f"{NODE}: {topic} -> {self.chassis_pub.resolved_name} at {rate:g} Hz (mode {cfg.drive_mode}: "
                       f"remote drives, mode {cfg.host_mode}: silent); gestures "
