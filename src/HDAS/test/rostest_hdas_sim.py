@@ -222,6 +222,8 @@ class HdasSimTest(unittest.TestCase):
         for key in (*STANDARD_KEYS, "clamped", "errors", "load_percent"):
             self.assertIn(key, values)
         self.assertGreater(float(values["rate_hz"]), 0.0)
+        # every subscriber of the feedback streams (this test's among them) reads: none was cut off
+        self.assertEqual(values["feedback_subscribers_disconnected"], "0")
 
     def test_chassis_stream_stop_stops_wheels(self):
         odom0 = self.odom.wait()

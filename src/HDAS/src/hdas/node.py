@@ -104,6 +104,7 @@ class HdasNode:
         # commands dropped (unusable) and clamped (changed to fit the limits), per group
         self.counts = {name: {"dropped": 0, "clamped": 0} for name in self.groups}
         self.buses: dict[str, DriverBus] = {}
+        self.bus_streams: dict[str, list[DirectPublisher]] = {}     # bus -> its feedback topics' publishers
         self.bus_loop: BusLoop | None = None
         for name, spec in cfg.buses.items():
             load = cfg.bus_load(name)
@@ -123,9 +124,12 @@ class HdasNode:
     def _pub(self, param: str, cls: type, queue: int = 10) -> rospy.Publisher:
         return QuietPublisher(self.topics[param], cls, queue_size=queue)
 
-    def _stream_pub(self, param: str, cls: type) -> rospy.Publisher:
-        """A feedback stream at the bus rate: written in the bus loop's publish (hdas.ros_io.DirectPublisher)."""
-        return DirectPublisher(self.topics[param], cls, tcp_nodelay=True)
+    def _stream_pub(self, param: str, cls: type, bus: str) -> rospy.Publisher:
+        """A feedback stream at the bus rate, written in the bus loop's publish (hdas.ros_io.DirectPublisher);
+        its skipped messages and disconnected subscribers are reported with the bus."""
+        pub = DirectPublisher(self.topics[param], cls, tcp_nodelay=True)
+        self.bus_streams.setdefault(bus, []).append(pub)
+        return pub
 
     def _wire_groups(self) -> None:
         for name, group in self.groups.items():
@@ -135,7 +139,7 @@ class HdasNode:
             bus.add_sink(group.on_frame)
             bus.add_command_stamp(lambda g=group: g.sent_stamp)
             if fb_param:
-                bus.after_send(self._feedback_publisher(group, self._stream_pub(fb_param, JointState)))
+                bus.after_send(self._feedback_publisher(group, self._stream_pub(fb_param, JointState, group.spec.bus)))
             if cmd_param:
                 rospy.Subscriber(self.topics[cmd_param], motor_control, self._command_cb(group), queue_size=1,
                                  tcp_nodelay=True)
@@ -143,7 +147,7 @@ class HdasNode:
                 rospy.Service(self.topics[srv_param], FunctionFrame, self._service_cb(group))
             if group.spec.gripper and name in GRIPPER_TOPICS:
                 fb, motor_cmd, stroke_cmd, _ = GRIPPER_TOPICS[name]
-                bus.after_send(self._gripper_publisher(group, self._stream_pub(fb, JointState)))
+                bus.after_send(self._gripper_publisher(group, self._stream_pub(fb, JointState, group.spec.bus)))
                 rospy.Subscriber(self.topics[motor_cmd], motor_control, self._gripper_motor_cb(group), queue_size=1)
                 rospy.Subscriber(self.topics[stroke_cmd], Float32, self._gripper_stroke_cb(group), queue_size=1)
 
@@ -301,12 +305,17 @@ class HdasNode:
                 level, message = DiagnosticStatus.WARN, f"cycle {rate:.0f} Hz of {bus.spec.rate_hz:g} Hz"
             if errors:
                 level, message = DiagnosticStatus.WARN, f"{errors} errors"
+            streams = self.bus_streams.get(name, [])
+            skipped, cut = sum(p.skipped for p in streams), sum(p.disconnected for p in streams)
+            if cut:
+                level, message = DiagnosticStatus.WARN, f"{cut} feedback subscribers disconnected (not reading)"
             values = bus.stats.values(now, {
                 "cycle_hz": f"{rate:.1f}", "target_hz": f"{bus.spec.rate_hz:g}",
                 "frames_sent_per_s": f"{sent:.0f}", "frames_received_per_s": f"{received:.0f}",
                 "load_percent": f"{100 * load:.1f}", "dropped": dropped, "clamped": clamped, "errors": errors,
                 "send_errors": bus.send_errors, "handler_errors": bus.handler_errors,
-                "unknown_frames": bus.unknown_frames, "overruns": bus.overruns})
+                "unknown_frames": bus.unknown_frames, "overruns": bus.overruns,
+                "feedback_skipped": skipped, "feedback_subscribers_disconnected": cut})
             out.append(status(f"HDAS: bus {name}", bus.spec.channel, level, message, values))
         return out
 
