@@ -60,6 +60,7 @@ class RobotModel:
     def __init__(self, urdf_xml: str, joint_groups: Mapping[str, Sequence[str]]):
         self.model: pin.Model = pin.buildModelFromXML(urdf_xml)
         self.data: pin.Data = self.model.createData()
+        self._frame_ids: dict[str, int] = {}
         self._groups = {name: self._index(joints) for name, joints in joint_groups.items()}
         self._q_neutral = pin.neutral(self.model)
 
@@ -136,9 +137,12 @@ class RobotModel:
 
     # -- kinematics --------------------------------------------------------------------
     def frame_id(self, frame: str) -> int:
-        if not self.model.existFrame(frame):
-            raise KeyError(f"frame '{frame}' is not in the URDF")
-        return self.model.getFrameId(frame)
+        fid = self._frame_ids.get(frame)           # two pinocchio calls with a string cost ~7 µs
+        if fid is None:
+            if not self.model.existFrame(frame):
+                raise KeyError(f"frame '{frame}' is not in the URDF")
+            fid = self._frame_ids[frame] = self.model.getFrameId(frame)
+        return fid
 
     def _update(self, q: np.ndarray) -> None:
         pin.framesForwardKinematics(self.model, self.data, q)

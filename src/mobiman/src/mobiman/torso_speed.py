@@ -22,6 +22,7 @@ import numpy as np
 from mobiman.joint_tracker import JointTrajectoryTracker, TargetError, TrackerLimits
 from mobiman.robot_model import RobotModel
 
+PITCH_DEADBAND = 1e-9     # [rad] pitch errors below this are round-off, not a posture to correct
 _INSIDE_TOL = 1e-6        # [m] rounding allowance on the workspace faces (q = 0 sits on z = 0.7)
 _BRAKE_SHARE = 0.9        # braking curves plan with this share of the acceleration limit: the rest lets the
                           # rate limiter absorb FK curvature and coupling between the axes without a jump
@@ -215,9 +216,12 @@ class TorsoSpeedController:
     def _kinematics(self, q: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """Workspace position, pitch and the 3×3 task Jacobian (rows x, z, pitch; columns joints 1-3)."""
         state = self.task_state(q)
+        return state[:2], float(state[2]), self._task_jacobian(q)
+
+    def _task_jacobian(self, q: np.ndarray) -> np.ndarray:
         x = self.model.configuration({self.cfg.group: q}, base=self._q_full)
         jac = self.model.jacobian(self.cfg.frame, x, reference=self.cfg.base_frame, group=self.cfg.group)
-        return state[:2], float(state[2]), jac[[0, 2, 4]][:, :3]
+        return jac[[0, 2, 4]][:, :3]
 
     # -- inputs --------------------------------------------------------------------------------
     def start(self, q_measured: Sequence[float]) -> None:
@@ -366,16 +370,26 @@ class TorsoSpeedController:
             return
         if dt <= 0.0:           # a repeated stamp: the same command again
             return
-        p, pitch, jac = self._kinematics(self._q)
+        state = self.task_state(self._q)
+        p, pitch = state[:2], float(state[2])
         target = self._cmd.copy() if live and self._pending is None else np.zeros(2)
         target, limited = self._box_target(target, p, dt, pull_back=live)
+        if np.any(self._residual):
+            self._pitch_ref = pitch               # a taken-over move's pitch rate: latch where it ends
+        pitch_error = math.remainder(self._pitch_ref - pitch, 2 * math.pi)
+        if abs(pitch_error) < PITCH_DEADBAND:
+            pitch_error = 0.0                     # round-off: it would keep the joints creeping at 1e-16 rad/s
+        if not (pitch_error or target.any() or self._v.any() or self._residual.any() or self._qd.any()):
+            # at rest with nothing to do (most ticks of an idle torso): every term below is zero
+            # and the command stays where it is (measured: 350 -> ~100 µs per tick)
+            self._qdd = np.zeros(4)
+            return
+        jac = self._task_jacobian(self._q)
         v_full = _toward(self._v, target, cfg.max_acceleration * dt)
         v_full, capped = self._box_cap(v_full, p, dt)
         if limited or capped:
             self.stats["workspace_limited"] += 1
-        if np.any(self._residual):
-            self._pitch_ref = pitch               # a taken-over move's pitch rate: latch where it ends
-        w = cfg.pitch_gain * math.remainder(self._pitch_ref - pitch, 2 * math.pi)
+        w = cfg.pitch_gain * pitch_error
         pinv, smin = self._dls(jac)
         kick = self._escape(self._q, p, v_full, smin)
         qd_rest = np.append(pinv @ (np.array([0.0, 0.0, w]) - jac @ kick) + kick, 0.0) + self._residual

@@ -216,6 +216,9 @@ def test_stream_timeout_decelerates_within_the_acceleration_limit(ctrl: TorsoSpe
     assert np.all(after[stop:] == 0.0)
     np.testing.assert_allclose(qd[n - 1 + stop:], 0.0, atol=1e-12)     # (pitch correction: rounding only)
     np.testing.assert_allclose(q[-1], q[n - 1 + stop], atol=1e-12)
+    # and then it stands exactly still: no round-off creep of the pitch correction (PITCH_DEADBAND)
+    settled = n - 1 + stop + 10
+    assert np.all(qd[settled:] == 0.0) and np.all(q[settled:] == q[settled])
     assert ctrl.stats["timeouts"] == 1
 
 
