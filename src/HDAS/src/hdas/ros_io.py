@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import array
 import fcntl
+import socket
 import termios
 import threading
 import time
@@ -91,12 +92,15 @@ class DirectPublisher(QuietPublisher):
         if sock is None or getattr(c, "_r1_guarded", False):
             return
         sock.settimeout(self.send_timeout)
-        write, fd, limit = c.write_data, sock.fileno(), self.backlog_bytes
+        write, fd, backlog = c.write_data, sock.fileno(), self.backlog_bytes
         outq = array.array("i", [0])
 
         def write_data(data: bytes) -> None:
-            fcntl.ioctl(fd, termios.TIOCOUTQ, outq)      # bytes sent but not yet taken by the reader
-            if outq[0] >= limit:
+            # bytes sent but not yet taken into the reader's buffer: they pile up only once that buffer
+            # is full. A quarter of the send buffer at most (the kernel counts its own overhead on each
+            # small message against it), so a message that is written fits without blocking.
+            fcntl.ioctl(fd, termios.TIOCOUTQ, outq)
+            if outq[0] and outq[0] >= min(backlog, sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 4):
                 self.skipped += 1
                 self._warn(f"skip {c.endpoint_id}", f"{c.endpoint_id} is not keeping up ({outq[0]} bytes unread): "
                                                     f"messages skipped for it")
