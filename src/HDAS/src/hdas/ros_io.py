@@ -107,7 +107,7 @@ class DirectPublisher(QuietPublisher):
                 return
             write(data)
 
-        c.write_data = write_data
+        c.write_data = write_data                 # rospy's publish() calls it once per connection
         c._r1_guarded = True
 
     def _warn(self, key: str, text: str) -> None:

@@ -120,6 +120,17 @@ def test_workspace_box_is_never_left(r1: RobotModel, speed) -> None:
     assert ctrl.stats["workspace_limited"] > 0
 
 
+def test_pushing_into_a_face_at_rest_holds_still_and_keeps_counting(r1: RobotModel) -> None:
+    ctrl = TorsoSpeedController(r1, box_config())
+    run = Run(ctrl, BENT, SLOW)
+    run.ticks(3.0, (0.0, 0.2))           # up into the top face, where it comes to rest
+    before, n = ctrl.stats["workspace_limited"], len(run.q)
+    run.ticks(1.0, (0.0, 0.2))           # still commanded upward: 100 ticks at rest on the face
+    q, qd, _, _ = run.arrays()
+    assert np.all(qd[n:] == 0.0) and np.all(q[n:] == q[n])
+    assert ctrl.stats["workspace_limited"] - before == 100
+
+
 def test_guide_workspace_faces(ctrl: TorsoSpeedController) -> None:
     lo, hi = np.array([-0.1, 0.1]), np.array([0.2, 0.7])
     for speed, face in [((0.2, 0.0), (0, 0.2)), ((-0.2, 0.0), (0, -0.1))]:
