@@ -50,8 +50,9 @@ class DirectPublisher(QuietPublisher):
 
     For high-rate streams (feedback, motor commands, poses). Per subscriber connection:
     - a backlog of `backlog_bytes` or more unsent in its socket (the reader has not kept up and its
-      receive buffer is full) skips the message for that subscriber (`skipped` counts them); it
-      gets the next messages once it reads again, as with a full rospy queue;
+      receive buffer is full) skips the message for that subscriber (`skipped` counts them, and
+      `skipped_by` per subscriber); it gets the next messages once it reads again, as with a full
+      rospy queue;
     - a send that still blocks longer than `send_timeout` [s] raises, and rospy closes that
       connection (`disconnected` counts them). rospy subscribers do not reconnect by themselves.
     """
@@ -67,6 +68,7 @@ class DirectPublisher(QuietPublisher):
         self.send_timeout = send_timeout
         self.backlog_bytes = backlog_bytes
         self.skipped = 0
+        self.skipped_by: dict[str, int] = {}      # subscriber (caller id) -> messages skipped for it
         self.disconnected = 0
         self._guarded: list | None = None         # the connection list whose writes are guarded
         self._logged: dict[str, float] = {}
@@ -102,6 +104,7 @@ class DirectPublisher(QuietPublisher):
             fcntl.ioctl(fd, termios.TIOCOUTQ, outq)
             if outq[0] and outq[0] >= min(backlog, sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 4):
                 self.skipped += 1
+                self.skipped_by[c.endpoint_id] = self.skipped_by.get(c.endpoint_id, 0) + 1
                 self._warn(f"skip {c.endpoint_id}", f"{c.endpoint_id} is not keeping up ({outq[0]} bytes unread): "
                                                     f"messages skipped for it")
                 return
