@@ -67,11 +67,15 @@ class DirectPublisher(QuietPublisher):
             super().__init__(name, data_class, queue_size=None, **kwargs)
         self.send_timeout = send_timeout
         self.backlog_bytes = backlog_bytes
-        self.skipped = 0
         self.skipped_by: dict[str, int] = {}      # subscriber (caller id) -> messages skipped for it
         self.disconnected = 0
         self._guarded: list | None = None         # the connection list whose writes are guarded
         self._logged: dict[str, float] = {}
+
+    @property
+    def skipped(self) -> int:
+        """Messages skipped for subscribers that had a backlog, all subscribers together."""
+        return sum(self.skipped_by.values())
 
     def publish(self, *args: Any, **kwargs: Any) -> None:
         conns = self.impl.connections             # replaced, never changed in place, when one is added
@@ -103,7 +107,6 @@ class DirectPublisher(QuietPublisher):
             # small message against it), so a message that is written fits without blocking.
             fcntl.ioctl(fd, termios.TIOCOUTQ, outq)
             if outq[0] and outq[0] >= min(backlog, sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 4):
-                self.skipped += 1
                 self.skipped_by[c.endpoint_id] = self.skipped_by.get(c.endpoint_id, 0) + 1
                 self._warn(f"skip {c.endpoint_id}", f"{c.endpoint_id} is not keeping up ({outq[0]} bytes unread): "
                                                     f"messages skipped for it")

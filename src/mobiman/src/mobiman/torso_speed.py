@@ -213,12 +213,8 @@ class TorsoSpeedController:
         """(x, z, pitch) of the controlled frame for torso joints q, x and z in workspace coordinates."""
         return self.state_of(self.frame_pose(q))
 
-    def _kinematics(self, q: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
-        """Workspace position, pitch and the 3×3 task Jacobian (rows x, z, pitch; columns joints 1-3)."""
-        state = self.task_state(q)
-        return state[:2], float(state[2]), self._task_jacobian(q)
-
     def _task_jacobian(self, q: np.ndarray) -> np.ndarray:
+        """The 3×3 task Jacobian at torso joints q (rows x, z, pitch; columns joints 1-3)."""
         x = self.model.configuration({self.cfg.group: q}, base=self._q_full)
         jac = self.model.jacobian(self.cfg.frame, x, reference=self.cfg.base_frame, group=self.cfg.group)
         return jac[[0, 2, 4]][:, :3]
@@ -350,7 +346,7 @@ class TorsoSpeedController:
         """
         self._takeover, self._mode = False, "speed"
         q, qd = self.tracker.position, self.tracker.velocity
-        p, _, jac = self._kinematics(q)
+        jac = self._task_jacobian(q)
         v = jac[:2] @ qd[:3]
         self._q, self._v = q, v
         self._residual = qd - np.append(self._dls(jac)[0] @ np.array([*v, 0.0]), 0.0)
