@@ -3,7 +3,9 @@
 A thin ROS wrapper around `mobiman.eepose`: every /hdas/feedback_torso message gives one
 /motion_control/pose_floating_base (torso_link4 in base_link), every arm feedback message one
 /motion_control/pose_ee_arm_{left,right} (gripper_link in torso_link4), stamped with the
-feedback's stamp. Bad feedback is dropped with a throttled log. It also merges all feedback
+feedback's stamp. Bad feedback is dropped with a throttled log. A node that falls behind (a
+busy machine) computes only the newest feedback rospy kept for it (queue_size) and counts the
+messages it never got from the gaps in their sequence numbers (`missed_feedback`). It also merges all feedback
 into /joint_states (`mobiman.joint_state_merge`) at a fixed rate, so robot_state_publisher
 draws the whole robot, and reports on /diagnostics at 1 Hz.
 """
@@ -25,6 +27,7 @@ from sensor_msgs.msg import JointState
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
+from hdas.sequence import SequenceGaps
 from hdas.throttle import Throttle
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
@@ -44,6 +47,8 @@ class Stream:
     frame_id: str
     published: int = 0
     dropped: int = 0
+    # feedback this node never got (fell behind: rospy kept the newest of its queue): seq gaps
+    gaps: SequenceGaps = field(default_factory=SequenceGaps)
     last_ros: float = -1e9
     last_wall: float = -1e9
     last_error: str = ""
@@ -110,6 +115,7 @@ class EePoseNode:
     # -- poses -------------------------------------------------------------------------------
     def _on_feedback(self, msg: JointState, s: Stream) -> None:
         t0 = time.perf_counter()
+        s.gaps.observe(msg.header.seq)
         try:
             q = group_positions(self.joint_groups[s.group], msg.name, msg.position, s.extra)
             if not (np.all(np.isfinite(msg.position)) and np.all(np.isfinite(msg.velocity))):
@@ -186,7 +192,8 @@ class EePoseNode:
             # stale in ROS time *and* wall time: a simulated clock that jumps is not a silent driver
             stale = now - s.last_ros > self.feedback_timeout and wall - s.last_wall > self.feedback_timeout
             message = "no feedback yet" if s.published == 0 else ("feedback stale" if stale else "publishing")
-            values = {"dropped": s.dropped, "published": s.published, "last_error": s.last_error,
+            values = {"dropped": s.dropped, "missed_feedback": s.gaps.missed, "published": s.published,
+                      "last_error": s.last_error,
                       "pose_topic": s.pub.resolved_name, "frame_id": s.frame_id}
             if s.published:
                 values["last_pose_age_s"] = f"{now - s.last_ros:.3f}"

@@ -11,6 +11,12 @@ from typing import Any, Callable
 import rospy
 
 
+# rospy gives all subscribers of a topic in one process one connection, whose receive queue (and
+# tcp_nodelay) is that of the subscriber that existed when it connected: a Recorder made after a
+# Latest of the same topic lost bursts to the Latest's queue of 1. Every helper uses these settings.
+QUEUE_SIZE = 1000
+
+
 class Latest:
     """The latest message of a topic and how many arrived."""
 
@@ -18,7 +24,7 @@ class Latest:
         self.msg: Any = None
         self.count = 0
         self.lock = threading.Lock()
-        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=1)
+        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=QUEUE_SIZE, tcp_nodelay=True)
 
     def _cb(self, msg: Any) -> None:
         with self.lock:
@@ -43,7 +49,7 @@ class Recorder:
         self.items: list[tuple[float, Any]] = []
         self.recording = False
         self.lock = threading.Lock()
-        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=1000, tcp_nodelay=True)
+        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=QUEUE_SIZE, tcp_nodelay=True)
 
     def _cb(self, msg: Any) -> None:
         if self.recording:
@@ -68,7 +74,7 @@ class Diagnostics:
         from diagnostic_msgs.msg import DiagnosticArray
         self.status: dict[str, Any] = {}
         self.lock = threading.Lock()
-        self.sub = rospy.Subscriber("/diagnostics", DiagnosticArray, self._cb, queue_size=20)
+        self.sub = rospy.Subscriber("/diagnostics", DiagnosticArray, self._cb, queue_size=QUEUE_SIZE)
 
     def _cb(self, msg: Any) -> None:
         with self.lock:
