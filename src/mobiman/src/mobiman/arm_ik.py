@@ -389,29 +389,51 @@ class ArmIK:
         return out, lower
 
     # -- the objective -----------------------------------------------------------------------
-    def _residuals(self, q: np.ndarray, target: pin.SE3, weights: IkWeights,
-                   smooth: tuple[float, np.ndarray] | None, soft: bool
-                   ) -> tuple[np.ndarray, np.ndarray, float, float, float]:
-        """Weighted residuals r(q), their Jacobian, the task's position/orientation errors and the min distance.
+    def _in_root(self, target: pin.SE3, weights: IkWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The target (in torso_link4) in the model's root axes, as (Rᵀ, p), with the task rows'
+        weights (position ×3, orientation ×3): what `_residuals` takes.
 
-        `smooth` is `_smoothness_anchor`'s (scale, centre): the smoothness terms as one block of rows."""
-        p, R, Jp, Jw, extra_rows, extra_jac, min_d = self._q_terms(q, weights, soft)
-        E = target.rotation.T @ R
-        dp = p - target.translation
+        The position residual is then a rotation (the torso's, fixed) of the one in torso_link4
+        axes, and the orientation residual is the same: the same cost, gradient and steps,
+        without turning every evaluation's pose and Jacobian into torso_link4 axes."""
+        goal = self._oMt * target
+        scale = np.array((weights.position,) * 3 + (weights.orientation,) * 3)
+        return goal.rotation.T, goal.translation, scale
+
+    def _residuals(self, q: np.ndarray, goal: tuple[np.ndarray, np.ndarray], weights: IkWeights,
+                   smooth: tuple[float, np.ndarray] | None, soft: bool
+                   ) -> tuple[np.ndarray, float, float, float, tuple]:
+        """Weighted residuals r(q), the task's position/orientation errors, the min distance, and
+        what `_jacobian` needs for their Jacobian (a step that meets the tolerances or is rejected
+        never needs it). `goal` is `_in_root(target)`; `smooth` is `_smoothness_anchor`'s (scale,
+        centre): the smoothness terms as one block of rows."""
+        J, R, p, extra_rows, extra_jac, min_d = self._q_terms(q, weights, soft)
+        E = goal[0] @ R
+        dp = p - goal[1]
         e_rot = pin.log3(E)
         pos_err, rot_err = math.sqrt(dp @ dp), math.sqrt(e_rot @ e_rot)
+        parts = (E, R, J, goal[2], extra_jac, smooth if soft else None)
+        r = np.concatenate((dp, e_rot)) * goal[2]
         if not (soft and smooth) and not extra_rows:     # the task alone (most solves): no stacking
-            r, A = np.empty(6), np.empty((6, 6))
-            r[:3], r[3:] = weights.position * dp, weights.orientation * e_rot
-            A[:3], A[3:] = weights.position * Jp, weights.orientation * (pin.Jlog3(E) @ R.T @ Jw)
-            return r, A, pos_err, rot_err, min_d
-        rows = [weights.position * dp, weights.orientation * e_rot]
-        jac = [weights.position * Jp, weights.orientation * (pin.Jlog3(E) @ R.T @ Jw)]
+            return r, pos_err, rot_err, min_d, parts
+        rows = [r]
         if soft and smooth:
             scale, centre = smooth
             rows.append(scale * (q - centre))
-            jac.append(scale * self._eye6)
-        return np.concatenate(rows + extra_rows), np.vstack(jac + extra_jac), pos_err, rot_err, min_d
+        return np.concatenate(rows + extra_rows), pos_err, rot_err, min_d, parts
+
+    def _jacobian(self, parts: tuple) -> np.ndarray:
+        """The Jacobian of `_residuals`' r from its `parts`."""
+        E, R, J, scale, extra_jac, smooth = parts
+        A = J.copy()                     # d(position)/dq, then d(log3(E))/dq below
+        A[3:] = pin.Jlog3(E) @ R.T @ J[3:]
+        A *= scale[:, None]
+        if not smooth and not extra_jac:
+            return A
+        jac = [A]
+        if smooth:
+            jac.append(smooth[0] * self._eye6)
+        return np.vstack(jac + extra_jac)
 
     @staticmethod
     def _smoothness_anchor(history: list[np.ndarray], weights: IkWeights) -> tuple[float, np.ndarray] | None:
@@ -434,20 +456,19 @@ class ArmIK:
 
     def _q_terms(self, q: np.ndarray, weights: IkWeights, soft: bool):
         """Everything of the objective that depends on q alone: the hand's pose and Jacobian in
-        torso_link4 axes, the joint-limit, collision and singularity rows. Cached for the last q:
+        the model's root axes, the joint-limit, collision and singularity rows. Cached for the last q:
         a streamed solve starts where the previous one ended, at the same q with a new target,
         so half of a stream's evaluations need only the target's rows."""
         key = self._q_key
-        if key is not None and key[1] is weights and key[2] == soft and (key[0] == q).all():
+        qb = q.tobytes()
+        if key is not None and key[1] is weights and key[2] == soft and key[0] == qb:
             return self._q_value
         m, d, cfg = self.model, self.data, self.config
         pin.computeJointJacobians(m, d, q)
         pin.updateFramePlacements(m, d)
         oMe = d.oMf[self._ee]
         J = pin.getFrameJacobian(m, d, self._ee, LWA)
-        Rt_T = self._Rt.T
-        p = Rt_T @ (oMe.translation - self._oMt.translation)
-        R = Rt_T @ oMe.rotation
+        # in the model's root axes (`_in_root`)
         rows: list[np.ndarray] = []
         jac: list[np.ndarray] = []
         if soft and weights.joint_limit > 0:
@@ -481,8 +502,9 @@ class ArmIK:
                 jac.append((-weights.collision / mg * grad)[None, :])
         if soft and weights.singularity > 0:
             self._singularity_rows(q, weights.singularity, rows, jac)
-        value = (p, R, Rt_T @ J[:3], Rt_T @ J[3:], rows, jac, min_d)
-        self._q_key, self._q_value = (q.copy(), weights, soft), value
+        h = oMe.homogeneous                      # a copy: oMe and its arrays are views into self.data
+        value = (J, h[:3, :3], h[:3, 3], rows, jac, min_d)
+        self._q_key, self._q_value = (qb, weights, soft), value
         return value
 
     def _smallest_singular_value(self, a6: np.ndarray) -> float:
@@ -493,7 +515,7 @@ class ArmIK:
         ref = self._sv_ref
         if ref is not None:
             d = a6 - ref[0]
-            if ref[1] - math.sqrt(float(np.einsum("ij,ij->", d, d))) >= SR_SIGMA:
+            if ref[1] - math.sqrt(float(np.vdot(d, d))) >= SR_SIGMA:
                 return SR_SIGMA
         sigma = _smallest_sv(a6)
         self._sv_ref = (a6.copy(), sigma)
@@ -564,28 +586,36 @@ class ArmIK:
         of the reach converges linearly: the caller's next stage decides faster)."""
         cfg, w = self.config, weights or self.config.weights
         smooth = self._smoothness_anchor(history, w) if soft else None
-        r, A, pe, re, md = self._residuals(q, target, w, smooth, soft)
+        goal = self._in_root(target, w)
+        r, pe, re, md, parts = self._residuals(q, goal, w, smooth, soft)
+        A = None                       # the Jacobian at q, once a step from q is needed
         cost, lam, it, crawling = r @ r, self._lambda0, 0, 0
         while it < iterations:
             if pe < cfg.position_tolerance and re < cfg.orientation_tolerance:
                 break
             it += 1
+            if A is None:
+                A = self._jacobian(parts)
             H = A.T @ A
             g = A.T @ r
             # singularity-robust floor on the damping (Nakamura & Hanafusa): near a singular
             # posture the task's weakest direction is damped instead of spinning the wrist
             sigma = self._smallest_singular_value(A[:6])
             floor = SR_DAMPING * (1.0 - (sigma / SR_SIGMA) ** 2) if sigma < SR_SIGMA else 0.0
-            dq = _spd_solve(H + max(lam, floor) * self._damping, -g)
+            damp = max(lam, floor)
+            H.flat[::7] += damp                      # + damp·I (self._damping), in place
+            dq = _spd_solve(H, -g)
             # joints on a bound that the step pushes outward are held there (active set),
             # and the step is solved again for the others: clipping alone stalls the solver
-            held = ((q <= self._lower_eps) & (dq < 0)) | ((q >= self._upper_eps) & (dq > 0))
-            if held.any() and not held.all():
-                free = ~held
-                dq = np.zeros(6)
-                dq[free] = _spd_solve((H + lam * self._damping)[np.ix_(free, free)], -g[free])
+            on_bound = (q <= self._lower_eps) | (q >= self._upper_eps)
+            if on_bound.any():
+                held = (q <= self._lower_eps) & (dq < 0) | (q >= self._upper_eps) & (dq > 0)
+                if held.any() and not held.all():
+                    free = ~held
+                    dq = np.zeros(6)
+                    dq[free] = _spd_solve((H + (lam - damp) * self._damping)[np.ix_(free, free)], -g[free])
             q_new = np.minimum(np.maximum(q + dq, self.lower), self.upper)   # np.clip's wrapper costs more
-            r2, A2, pe2, re2, md2 = self._residuals(q_new, target, w, smooth, soft)
+            r2, pe2, re2, md2, parts2 = self._residuals(q_new, goal, w, smooth, soft)
             c2 = r2 @ r2
             if c2 < cost:
                 # a plateau ends the search: the task alone converges to zero (the tolerances stop it),
@@ -593,7 +623,7 @@ class ArmIK:
                 # the next streamed solve goes on from here)
                 small = cost - c2 < (SOFT_PLATEAU if soft else 1e-12) * max(cost, 1e-12)
                 crawling = crawling + 1 if c2 > STALL_RATIO * cost else 0
-                q, r, A, pe, re, md, cost = q_new, r2, A2, pe2, re2, md2, c2
+                q, r, pe, re, md, parts, cost, A = q_new, r2, pe2, re2, md2, parts2, c2, None
                 lam = max(lam / 5, 1e-9)
                 if small or (stall is not None and crawling >= stall):
                     break
