@@ -15,13 +15,14 @@ import numpy as np
 import rospy
 import rostest
 from geometry_msgs.msg import Twist
-from hdas_msg.msg import controller_signal, motor_control
+from hdas_msg.msg import controller_signal, controller_signal_stamped, motor_control
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from mobiman.ros_testing import Latest, Recorder
+from mobiman.ros_testing import Diagnostics, Latest, Recorder
 from mobiman.swerve import SwerveKinematics
+from r1_sim.robot import REMOTE_OFF
 
 R1_XY = np.array([[0.21516, 0.28], [0.21516, -0.28], [-0.28084, 0.0]])
 ACC_X = 2.5          # config/chassis_control.yaml acc_default
@@ -71,6 +72,8 @@ class ChassisSimTest(unittest.TestCase):
         cls.odom = Latest("/odom", Odometry)
         cls.feedback = Latest("/hdas/feedback_chassis", JointState)
         cls.speed = Latest("/motion_control/chassis_speed", Twist)
+        cls.controller = Latest("/controller", controller_signal_stamped)
+        cls.diag = Diagnostics()
         cls.truth.wait(300)
         cls.feedback.wait(300)
         cls.odom.wait(300)
@@ -97,6 +100,23 @@ class ChassisSimTest(unittest.TestCase):
             tw = m.twist.twist
             return abs(tw.linear.x) < 1e-3 and abs(tw.linear.y) < 1e-3 and abs(tw.angular.z) < 1e-3
         self.truth.wait(timeout, still)
+
+    def controller_silent(self, quiet_s: float = 0.6, timeout: float = 60.0):
+        """Until no /controller message came for `quiet_s` of wall time."""
+        deadline = time.monotonic() + timeout
+        last, since = self.controller.count, time.monotonic()
+        while time.monotonic() - since < quiet_s:
+            self.assertLess(time.monotonic(), deadline, "/controller did not stop")
+            time.sleep(0.02)
+            if self.controller.count != last:
+                last, since = self.controller.count, time.monotonic()
+
+    def diag_value(self, key: str, above: float = -math.inf) -> int:
+        """The chassis node's diagnostics value `key`, once it is above `above`."""
+        def value(st):
+            return next((int(kv.value) for kv in st.values if kv.key == key), None)
+        st = self.diag.wait("chassis_control_node: chassis", lambda st: (value(st) or 0) > above and value(st) is not None)
+        return value(st)
 
     def set_remote(self, mode: int, left_x=0.0, left_y=0.0, right_x=0.0, right_y=0.0):
         self.remote.publish(controller_signal(left_x_axis=left_x, left_y_axis=left_y, right_x_axis=right_x,
@@ -275,6 +295,24 @@ class ChassisSimTest(unittest.TestCase):
         self.drive(twist(vx=0.3), 1.0)              # and host commands pass again
         self.assertGreater(self.truth.wait().twist.twist.linear.x, 0.25)
         self.set_remote(5)
+        self.wait_stopped()
+
+    def test_e2_a_remote_silent_in_mode_2_keeps_the_host_out(self):
+        self.set_remote(5)
+        self.wait_stopped()
+        self.set_remote(2)                          # the operator takes over by hand
+        self.wait_sim(0.3)
+        self.set_remote(REMOTE_OFF)                 # and the link is lost: no /controller at all
+        self.controller_silent()
+        start = planar(self.truth.wait())
+        vetoed = self.diag_value("vetoed")
+        self.drive(twist(vx=0.3), 1.5)              # a host program goes on commanding
+        moved = relative(start, planar(self.truth.wait()))
+        self.assertLess(np.hypot(moved[0], moved[1]), 0.005, "a host command passed once the remote went silent")
+        self.diag_value("vetoed", above=vetoed + 10)     # counted as vetoed (75 were sent)
+        self.set_remote(5)                          # the remote is back, in host mode: the host drives
+        self.drive(twist(vx=0.3), 1.0)
+        self.assertGreater(self.truth.wait().twist.twist.linear.x, 0.25)
         self.wait_stopped()
 
     def test_f_bad_input_is_dropped_and_the_node_lives(self):

@@ -147,6 +147,30 @@ class JointTrackerSimTest(unittest.TestCase):
         count = self.cmd["left_arm"].count
         self.cmd["left_arm"].wait(180, lambda m: self.cmd["left_arm"].count > count + 20)
 
+    # -- named targets: read by name; another group's joints or a surplus entry are dropped ---------
+    def test_c2_named_targets(self):
+        names = [f"left_arm_joint{i}" for i in range(1, 7)]
+        hold = np.array(self.cmd["left_arm"].wait(120, lambda m: max(abs(v) for v in m.v_des) < 1e-9).p_des[:6])
+        # the other arm's joints on this arm's topic, and a torso target with a 5th entry: dropped
+        self.target["left_arm"].publish(JointState(name=[f"right_arm_joint{i}" for i in range(1, 7)],
+                                                   position=(hold + 0.2).tolist()))
+        torso_hold = np.array(self.cmd["torso"].wait(120, lambda m: max(abs(v) for v in m.v_des) < 1e-9).p_des)
+        self.send("torso", list(torso_hold) + [0.3])
+        time.sleep(1.0)
+        np.testing.assert_allclose(self.cmd["left_arm"].wait().p_des[:6], hold, atol=1e-6)
+        np.testing.assert_allclose(self.cmd["torso"].wait().p_des, torso_hold, atol=1e-6)
+        # our joints in reverse order, the gripper named too, beyond its 0.05 m travel: each joint
+        # goes where its name says, the gripper entry is clamped to its range
+        goal = hold + np.array([0.05, 0.04, -0.03, 0.02, -0.02, 0.01])
+        self.target["left_arm"].publish(JointState(name=names[::-1] + ["left_gripper_finger_joint1"],
+                                                   position=goal[::-1].tolist() + [5.0],
+                                                   velocity=[1.0] * 6 + [0.0]))
+        cmd = self.cmd["left_arm"].wait(120, lambda m: len(m.p_des) == 7 and max(abs(v) for v in m.v_des[:6]) < 1e-9
+                                        and np.allclose(m.p_des[:6], goal, atol=1e-6))
+        self.assertAlmostEqual(cmd.p_des[6], 0.05, places=6)     # float32 in motor_control
+        self.send("left_arm", hold)                # back, without the gripper entry
+        self.cmd["left_arm"].wait(120, lambda m: len(m.p_des) == 6 and np.allclose(m.p_des, hold, atol=1e-6))
+
     # -- a target beyond the joint limits is clamped to them ------------------------------------
     def test_d_out_of_limit_target_clamped(self):
         target = list(TARGETS["left_arm"][0])

@@ -78,7 +78,7 @@ class ChassisControlNode:
         self._odom_stamp: float | None = None
         self.rc_mode: int | None = None
         self.rc_stamp = -1e9
-        self.rc_timeout = float(p.get("rc_timeout", 0.5))
+        self.rc_timeout = float(p.get("rc_timeout", 0.5))    # older: the remote is reported silent (it still gates)
         self.rc_gating = bool(p.get("rc_gating", True))
         self.rc_manager = str(p.get("rc_manager_node", "/r1_control_manager"))
         self.counts = {"ticks": 0, "dropped": 0, "capped": 0, "vetoed": 0, "bad_feedback": 0}
@@ -115,10 +115,12 @@ class ChassisControlNode:
 
     # -- inputs ----------------------------------------------------------------------------
     def _vetoed(self, msg: Any) -> bool:
-        """The remote is in a mode other than host control: only the remote-control manager drives."""
+        """The remote is in a mode other than host control: only the remote-control manager drives.
+
+        A remote that goes silent in such a mode keeps the host vetoed (until it reports mode 5):
+        an operator who took the robot over by hand does not hand it to a host program by losing
+        the radio link. A robot that never heard a remote is not gated."""
         if not self.rc_gating or self.rc_mode is None or self.rc_mode == HOST_MODE:
-            return False
-        if time.monotonic() - self.rc_stamp > self.rc_timeout:
             return False
         caller = getattr(msg, "_connection_header", {}).get("callerid", "")
         return caller != self.rc_manager
@@ -126,8 +128,11 @@ class ChassisControlNode:
     def _on_target(self, msg: Twist) -> None:
         if self._vetoed(msg):
             self.counts["vetoed"] += 1
-            self.throttle(rospy.logwarn, "veto", f"{NAME}: target speed ignored: the remote controller is in mode "
-                          f"{self.rc_mode}, host commands pass only in mode {HOST_MODE}")
+            silent = time.monotonic() - self.rc_stamp
+            why = (f"the remote controller is in mode {self.rc_mode}" if silent <= self.rc_timeout else
+                   f"the remote controller went silent {silent:.1f} s ago in mode {self.rc_mode}")
+            self.throttle(rospy.logwarn, "veto", f"{NAME}: target speed ignored: {why}; host commands pass only "
+                          f"once it reports mode {HOST_MODE}")
             return
         try:
             with self.lock:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 import ruckig
@@ -34,6 +34,51 @@ def _vector(values: Sequence[float], n: int, what: str, error: type[Exception] =
     if not math.isfinite(sum(v.tolist())):    # NaN and inf propagate (a list's sum: numpy's is slower on 6 values)
         raise error(f"{what} has non-finite entries: {v.tolist()}")
     return v
+
+
+def target_order(names: Sequence[str], joints: Sequence[str], urdf_joints: Collection[str],
+                 extra: str | None = None) -> list[int] | None:
+    """Where each of the group's `joints` (then `extra`, the gripper, if named) is in a target's arrays.
+
+    None: take the arrays by index, for a target without names, or whose names are no URDF
+    joints (the vendor's node reads targets by index, so programs written for it may name the
+    entries anything). A target named with URDF joints is read by name, in any order: all the
+    group's joints must be there, and nothing else but `extra`; a joint of another group (the
+    other arm's target on this arm's topic) or one named twice is a TargetError.
+    """
+    if not any(names):
+        return None
+    known = [n for n in names if n in urdf_joints]
+    if not known:
+        return None
+    if len(known) != len(names):
+        raise TargetError(f"target names mix URDF joints with others: {list(names)}")
+    index = {n: i for i, n in enumerate(names)}
+    if len(index) != len(names):
+        raise TargetError(f"a joint is named twice in the target: {list(names)}")
+    allowed = set(joints) | ({extra} if extra else set())
+    foreign = [n for n in names if n not in allowed]
+    if foreign:
+        raise TargetError(f"target names joints of another group: {foreign} (this group: {list(joints)})")
+    missing = [j for j in joints if j not in index]
+    if missing:
+        raise TargetError(f"target lacks joints {missing}")
+    return [index[j] for j in joints] + ([index[extra]] if extra and extra in index else [])
+
+
+def reorder(values: Sequence[float], order: list[int] | None, what: str) -> Sequence[float]:
+    """`values` in the group's order (`target_order`); an empty field stays empty."""
+    if order is None or len(values) == 0:
+        return values
+    if len(values) <= max(order):
+        raise TargetError(f"{what} has {len(values)} entries for {max(order) + 1} names")
+    return [values[i] for i in order]
+
+
+def clamp_effort(t_ff: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The feed-forward torque within ±effort (the URDF's limit); True when it was beyond it."""
+    clipped = np.clip(t_ff, -effort, effort)
+    return clipped, bool(np.any(clipped != t_ff))
 
 
 @dataclass(frozen=True)

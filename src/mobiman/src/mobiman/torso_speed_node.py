@@ -29,7 +29,8 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
 from hdas.throttle import Throttle
-from mobiman.joint_tracker import Posture, TargetError, feedforward_at, friction_feedforward
+from mobiman.joint_tracker import (Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward, reorder,
+                                   target_order)
 from mobiman.robot_model import RobotModel, load_group_config
 from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
 
@@ -59,6 +60,10 @@ class TorsoSpeedNode:
             raise SystemExit(f"{self.name}: no robot_description on the parameter server")
         self.model = RobotModel(urdf, joint_groups)
         self.core = TorsoSpeedController(self.model, cfg)
+        self.torso_joints = list(joint_groups["torso"])
+        self.urdf_joints = frozenset(self.model.model.names[1:])
+        self.effort = self.model.limits("torso").effort.copy()     # t_ff stays within the URDF's torque limits
+        self.torque_clamped = 0
         self.kp = np.array(p.get("kp", [500.0, 500.0, 400.0, 200.0]), float)
         self.kd = np.array(p.get("kd", [5.0, 5.0, 5.0, 3.0]), float)
         if self.kp.shape != (4,) or self.kd.shape != (4,):
@@ -111,8 +116,16 @@ class TorsoSpeedNode:
 
     def _on_target(self, msg: JointState) -> None:
         try:
+            order = target_order(msg.name, self.torso_joints, self.urdf_joints)
+            position = reorder(msg.position, order, "target position")
+            velocity = reorder(msg.velocity, order, "target velocity")
+            if order is None and any(msg.name):
+                self.throttle(rospy.logwarn, "names", f"{self.name}: target names {list(msg.name)} are no URDF "
+                              "joints: taken by index, as the vendor's node does")
+            if len(position) != 4:
+                raise TargetError(f"target position has {len(position)} entries; the torso takes 4")
             with self.lock:
-                notes = self.core.set_target(msg.position, msg.velocity)
+                notes = self.core.set_target(position, velocity)
         except TargetError as e:
             self.throttle(rospy.logerr, "bad_target", f"{self.name}: joint target dropped: {e}")
             return
@@ -150,12 +163,18 @@ class TorsoSpeedNode:
                                   self.inertial)
             t_ff += friction_feedforward(cmd.velocity, self.friction_coulomb, self.friction_viscous,
                                          self.friction_smoothing)
+            t_ff, beyond = clamp_effort(t_ff, self.effort)
+            if beyond:
+                self.torque_clamped += 1
             pose = self.core.frame_pose(q)
             state = self.core.state_of(pose)
         if first:
             rospy.loginfo(f"{self.name}: torso feedback arrived; holding {np.round(q, 3).tolist()}")
         for e in events:
             self.throttle(rospy.logwarn, e.split(" ")[0], f"{self.name}: {e}")
+        if beyond:
+            self.throttle(rospy.logwarn, "torque", f"{self.name}: feed-forward torque beyond the effort limits "
+                          f"{self.effort.tolist()} N·m: clamped (the motors cannot hold this posture)")
         out = motor_control()
         out.header.stamp = rospy.Time.now()
         out.name = "torso"
@@ -201,7 +220,8 @@ class TorsoSpeedNode:
         values = {"dropped": stats["dropped"], "clamped": stats["clamped"], "errors": self.bad_feedback,
                   "cartesian_velocity": np.round(v, 4).tolist(),
                   "torso_link3_x_z_pitch": [] if self.last_state is None else np.round(self.last_state, 4).tolist(),
-                  "stale_feedback_events": self.stale_count, "bad_feedback": self.bad_feedback, **stats}
+                  "stale_feedback_events": self.stale_count, "bad_feedback": self.bad_feedback,
+                  "torque_clamped": self.torque_clamped, **stats}
         return [status(f"{self.name}: torso speed control", "torso", level, state, self.stats.values(now, values))]
 
 

@@ -34,7 +34,7 @@ from hdas.realtime import policy_name, request_fifo
 from hdas.ros_io import DirectPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
-                                   feedforward_at, mit_command, pid_command)
+                                   clamp_effort, feedforward_at, mit_command, pid_command, reorder, target_order)
 from mobiman.robot_model import RobotModel, load_group_config
 
 GROUPS = ("torso", "left_arm", "right_arm")
@@ -50,6 +50,9 @@ class Group:
     gains: MitGains
     torque_ratio: np.ndarray
     gripper_gains: tuple[float, float] | None
+    effort: np.ndarray                 # the URDF's torque limits: t_ff stays within them
+    gripper_joint: str | None = None   # the arm's 7th entry (URDF finger joint) and its range [m]
+    gripper_range: tuple[float, float] = (0.0, 0.0)
     gravity_at_plan: bool = False      # the group's own joints at the planned, not measured, position
     gripper_target: float | None = None
     here: np.ndarray | None = None     # the last measured joints, clipped to the limits
@@ -67,6 +70,7 @@ class Group:
     ticks: int = 0
     dropped: int = 0
     clamped: int = 0
+    torque_clamped: int = 0            # commands whose feed-forward torque was beyond the effort limit
     bad_feedback: int = 0              # feedback messages ignored (wrong length, non-finite)
     ruckig_errors: int = 0             # ticks on which Ruckig failed (the plan held at rest)
     # one tick per feedback message: rate (ROS time), compute, latency = feedback stamp -> command
@@ -83,7 +87,11 @@ class JointTrackerNode:
             raise SystemExit(f"r1_jointTracker_demo_node: output_mode must be mit or pid, not {self.mode!r}")
         self.feedback_timeout = float(p.get("feedback_timeout", 0.05))
         self.inertial = float(p.get("inertial_feedforward", 1.0))
-        dt = 1.0 / float(p.get("nominal_rate_hz", 500))
+        rate = float(p.get("nominal_rate_hz", 500))
+        if not (rate > 0 and self.feedback_timeout > 0):
+            raise SystemExit(f"r1_jointTracker_demo_node: nominal_rate_hz ({rate}) and feedback_timeout "
+                             f"({self.feedback_timeout}) must be > 0")
+        dt = 1.0 / rate
         # A gap between feedback messages up to feedback_timeout is normal operation and advances
         # the plan in full; a longer one is a stall, and the plan then advances only this much.
         self.max_catch_up = max(1, int(round(self.feedback_timeout / dt)))
@@ -98,27 +106,18 @@ class JointTrackerNode:
         if not urdf:
             raise SystemExit("r1_jointTracker_demo_node: no robot_description on the parameter server")
         self.model = RobotModel(urdf, joint_groups)
+        self.urdf_joints = frozenset(self.model.model.names[1:])
         self.model_lock = threading.Lock()   # one pinocchio Data, three feedback threads
         self.posture = Posture(self.model)    # the measured upper body, for gravity (under model_lock)
         enabled = [g for g in GROUPS if not (g == "torso" and p.get("disable_torso", False))]
         fast = bool(p.get("fast", False))
         self.groups: dict[str, Group] = {}
         for name in enabled:
-            cfg = p["groups"][name]
-            limits = self.model.limits(name)
-            fixed = p.get("fast_limits", {}).get(name, {}) if fast else {}
-            tracker_limits = TrackerLimits(
-                lower=limits.lower, upper=limits.upper, velocity_cap=np.array(cfg["velocity_cap"], float),
-                fixed_velocity=np.array(fixed["velocity"], float) if fixed else None,
-                fixed_acceleration=np.array(fixed["acceleration"], float) if fixed else None)
-            grip = cfg.get("gripper")
-            self.groups[name] = Group(
-                name, JointTrajectoryTracker(joint_groups[name], tracker_limits, dt),
-                DirectPublisher(cfg["command_topic"], motor_control, tcp_nodelay=True),
-                MitGains(np.array(cfg["kp"], float), np.array(cfg["kd"], float)),
-                np.array(cfg.get("torque_ratio", [1.0] * len(joint_groups[name])), float),
-                (float(grip["kp"]), float(grip["kd"])) if grip else None,
-                self._gravity_at(name, cfg))
+            try:
+                self.groups[name] = self._group(name, p, joint_groups, dt, fast)
+            except (KeyError, TypeError, ValueError) as e:
+                raise SystemExit(f"r1_jointTracker_demo_node: groups/{name} in the config: "
+                                 f"{e.__class__.__name__}: {e}") from None
         for name, g in self.groups.items():
             cfg = p["groups"][name]
             rospy.Subscriber(cfg["target_topic"], JointState, self._on_target, g, queue_size=10, tcp_nodelay=True)
@@ -138,13 +137,26 @@ class JointTrackerNode:
     def _on_target(self, msg: JointState, g: Group) -> None:
         n = len(g.tracker.names)
         try:
+            order = target_order(msg.name, g.tracker.names, self.urdf_joints, g.gripper_joint)
+            position = reorder(msg.position, order, "target position")
+            velocity = reorder(msg.velocity, order[:n] if order else order, "target velocity")
+            if order is None and any(msg.name):
+                self.throttle(rospy.logwarn, f"{g.name}/names", f"r1_jointTracker_demo_node: {g.name} target "
+                              f"names {list(msg.name)} are no URDF joints: taken by index, as the vendor's node does")
+            if len(position) == n + 1 and g.gripper_gains is None:
+                raise TargetError(f"target position has {n + 1} entries; {g.name} takes {n} (no gripper)")
+            grip = float(position[n]) if len(position) == n + 1 else None
+            if grip is not None and not np.isfinite(grip):
+                raise TargetError(f"gripper target {grip} is not finite")
             with g.lock:
-                notes = g.tracker.set_target(msg.position, msg.velocity)
-                g.last_target = (list(msg.position[:n]), list(msg.velocity))
-                if len(msg.position) == n + 1 and g.gripper_gains is not None:
-                    grip = float(msg.position[n])
-                    g.gripper_target = grip if np.isfinite(grip) else g.gripper_target
-                elif len(msg.position) == n:
+                notes = g.tracker.set_target(position, velocity)
+                g.last_target = (list(position[:n]), list(velocity))
+                if grip is not None:
+                    lo, hi = g.gripper_range
+                    g.gripper_target = min(max(grip, lo), hi)
+                    if g.gripper_target != grip:
+                        notes.append(f"gripper target {grip:.4g} clamped to {g.gripper_target:.4g} m")
+                else:
                     g.gripper_target = None
         except TargetError as e:
             g.dropped += 1
@@ -243,6 +255,12 @@ class JointTrackerNode:
                     else self.posture.q
                 t_ff = feedforward_at(self.model, q_dyn, g.name, g.tracker.acceleration if self.inertial else None,
                                       self.inertial)
+            t_ff, beyond = clamp_effort(t_ff, g.effort)
+            if beyond:
+                g.torque_clamped += 1
+                self.throttle(rospy.logwarn, f"{g.name}/torque", f"r1_jointTracker_demo_node: {g.name} feed-forward "
+                              f"torque beyond the effort limits {g.effort.tolist()} N·m: clamped (the motors cannot "
+                              f"hold this posture or acceleration)")
             fields = mit_command(g.tracker, g.gains, t_ff)
         else:
             fields = pid_command(g.tracker, g.torque_ratio)
@@ -257,6 +275,47 @@ class JointTrackerNode:
             for lst, x in zip((out.p_des, out.v_des, out.kp, out.kd, out.t_ff), (g.gripper_target, 0.0, kp, kd, 0.0)):
                 lst.append(x)
         return out
+
+    def _group(self, name: str, p: dict[str, Any], joint_groups: dict[str, list[str]], dt: float,
+               fast: bool) -> Group:
+        """One group from its config (KeyError, TypeError, ValueError on a bad one), its speed caps
+        at most the URDF's velocity limits."""
+        cfg, n = p["groups"][name], len(joint_groups[name])
+        limits = self.model.limits(name)
+        for key in ("kp", "kd", "velocity_cap", "torque_ratio"):
+            if key in cfg and np.shape(cfg[key]) != (n,):
+                raise ValueError(f"{key} needs {n} entries, got {cfg[key]}")
+        if fast and name not in p.get("fast_limits", {}):
+            raise KeyError(f"fast mode needs fast_limits/{name} (velocity, acceleration)")
+        fixed = p["fast_limits"][name] if fast else {}
+        caps = {k: np.array(v, float) for k, v in (("velocity_cap", cfg["velocity_cap"]),
+                                                    ("fast_limits velocity", fixed.get("velocity", [1.0] * n)))}
+        for what, cap in caps.items():
+            if np.shape(cap) != (n,):
+                raise ValueError(f"{what} needs {n} entries, got {cap.tolist()}")
+            over = cap > limits.velocity
+            if np.any(over):
+                rospy.logwarn(f"r1_jointTracker_demo_node: {name} {what} {cap.tolist()} is above the URDF's "
+                              f"velocity limits {limits.velocity.tolist()}; capped to them")
+                cap[over] = limits.velocity[over]
+        tracker_limits = TrackerLimits(
+            lower=limits.lower, upper=limits.upper, velocity_cap=caps["velocity_cap"],
+            fixed_velocity=caps["fast_limits velocity"] if fixed else None,
+            fixed_acceleration=np.array(fixed["acceleration"], float) if fixed else None)
+        grip = cfg.get("gripper")
+        gripper_joint, gripper_range = None, (0.0, 0.0)
+        if grip:
+            side = name.removesuffix("_arm")
+            gripper_joint = joint_groups[f"{side}_gripper"][0]
+            g_lim = self.model.limits(f"{side}_gripper")
+            gripper_range = (float(g_lim.lower[0]), float(g_lim.upper[0]))
+        return Group(
+            name, JointTrajectoryTracker(joint_groups[name], tracker_limits, dt),
+            DirectPublisher(cfg["command_topic"], motor_control, tcp_nodelay=True),
+            MitGains(np.array(cfg["kp"], float), np.array(cfg["kd"], float)),
+            np.array(cfg.get("torque_ratio", [1.0] * n), float),
+            (float(grip["kp"]), float(grip["kd"])) if grip else None,
+            limits.effort.copy(), gripper_joint, gripper_range, self._gravity_at(name, cfg))
 
     @staticmethod
     def _gravity_at(name: str, cfg: dict[str, Any]) -> bool:
@@ -334,7 +393,7 @@ class JointTrackerNode:
             level = DiagnosticStatus.WARN if g.stale or not g.tracker.started else DiagnosticStatus.OK
             values = g.stats.values(now, {
                 "dropped": g.dropped, "clamped": g.clamped, "errors": g.bad_feedback + g.ruckig_errors,
-                "ticks": g.ticks, "early_commands": g.early_commands, "scheduling": self.scheduling, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
+                "ticks": g.ticks, "early_commands": g.early_commands, "torque_clamped": g.torque_clamped, "scheduling": self.scheduling, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
                 "bad_feedback": g.bad_feedback, "ruckig_error_ticks": g.ruckig_errors,
                 "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "following_error_pauses": g.paused,
                 "ruckig_error": g.tracker.last_error or ""})

@@ -459,3 +459,52 @@ def test_inertial_feedforward_is_gravity_plus_the_mass_matrix_times_the_accelera
     np.testing.assert_allclose(feedforward_at(model, posture.q, "left_arm", a, gain), expected, atol=1e-9)
     with pytest.raises(ValueError):
         posture.set("left_arm", [0.0, float("nan"), 0, 0, 0, 0])
+
+
+# -- target names and torque limits ------------------------------------------------------------
+from mobiman.joint_tracker import clamp_effort, reorder, target_order  # noqa: E402
+
+LEFT = [f"left_arm_joint{i}" for i in range(1, 7)]
+URDF_JOINTS = frozenset(LEFT + [f"right_arm_joint{i}" for i in range(1, 7)] + ["left_gripper_finger_joint1"])
+
+
+def test_unnamed_and_vendor_style_names_are_read_by_index():
+    assert target_order([], LEFT, URDF_JOINTS) is None
+    assert target_order([""] * 6, LEFT, URDF_JOINTS) is None
+    assert target_order([f"joint{i}" for i in range(6)], LEFT, URDF_JOINTS) is None
+
+
+def test_urdf_names_are_read_by_name_in_any_order():
+    order = target_order(LEFT[::-1], LEFT, URDF_JOINTS)
+    assert reorder([6.0, 5.0, 4.0, 3.0, 2.0, 1.0], order, "p") == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert reorder([], order, "v") == []                       # an empty field stays empty
+    grip = "left_gripper_finger_joint1"
+    order = target_order([grip] + LEFT, LEFT, URDF_JOINTS, grip)
+    assert reorder([0.03, 1, 2, 3, 4, 5, 6], order, "p") == [1, 2, 3, 4, 5, 6, 0.03]   # gripper last
+
+
+@pytest.mark.parametrize("names, why", [
+    ([f"right_arm_joint{i}" for i in range(1, 7)], "another group"),
+    (LEFT[:5], "lacks"),
+    (LEFT[:5] + ["joint6"], "mix"),
+    (LEFT + [LEFT[0]], "twice"),
+    (LEFT + ["left_gripper_finger_joint1"], "another group"),    # no gripper configured for this group
+])
+def test_wrong_names_are_refused(names, why):
+    with pytest.raises(TargetError, match=why):
+        target_order(names, LEFT, URDF_JOINTS)
+
+
+def test_named_fields_shorter_than_the_names_are_refused():
+    with pytest.raises(TargetError, match="entries"):
+        reorder([1.0, 2.0], target_order(LEFT[::-1], LEFT, URDF_JOINTS), "target position")
+
+
+def test_feed_forward_torque_is_clamped_to_the_effort_limit():
+    effort = np.array([100.0, 100.0, 40.0])
+    t, beyond = clamp_effort(np.array([-200.9, 50.0, 40.0]), effort)
+    np.testing.assert_array_equal(t, [-100.0, 50.0, 40.0])
+    assert beyond
+    t, beyond = clamp_effort(np.array([1.0, -2.0, 3.0]), effort)
+    np.testing.assert_array_equal(t, [1.0, -2.0, 3.0])
+    assert not beyond

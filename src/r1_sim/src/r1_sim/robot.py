@@ -23,6 +23,9 @@ Frame = tuple[int, bytes]
 GRAVITY = 9.81
 
 
+REMOTE_OFF = 255        # /sim/remote mode: the receiver sends nothing (remote off, link lost)
+
+
 @dataclass
 class Slot:
     """One simulated motor and what it drives."""
@@ -155,6 +158,8 @@ class SimRobot:
                 out.append((spec.bus, spec.can_id, board_frames.encode_bms(
                     board_frames.BmsReport(b.voltage, b.current, b.state_of_charge, 30.0, 0))))
             elif spec.kind == "remote":
+                if self.remote_mode == REMOTE_OFF:        # receiver unplugged or link lost: no frames
+                    continue
                 raw = [board_frames.stick_to_raw(x) for x in self.remote_sticks]
                 out.append((spec.bus, spec.can_id, board_frames.encode_remote(
                     board_frames.RemoteReport(raw, self.remote_mode, True))))
@@ -258,7 +263,8 @@ class SimRobot:
         self.slot(joint).motor.inject(fault)
 
     def set_remote(self, sticks: list[float], mode: int) -> None:
-        """Remote controller state: sticks [left x, left y, right x, right y] in [-1, 1], switch mode."""
+        """Remote controller state: sticks [left x, left y, right x, right y] in [-1, 1], switch mode
+        (REMOTE_OFF: the receiver sends no frames at all)."""
         lx, ly, rx, ry = (float(x) for x in sticks)
         self.remote_sticks = [rx, ry, lx, ly]        # receiver channel order
         self.remote_mode = int(mode)
