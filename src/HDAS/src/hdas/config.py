@@ -6,6 +6,8 @@ so a typo stops the driver at start instead of sending frames to the wrong id.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -165,8 +167,11 @@ def parse_config(d: Mapping[str, Any]) -> RobotConfig:
             raise ConfigError(f"{where}: kind '{kind}' is not one of {BOARD_KINDS}")
         if str(_need(b, "bus", where)) not in buses:
             raise ConfigError(f"{where}: bus '{b['bus']}' is not defined under 'buses'")
-        boards[name] = BoardSpec(name, kind, str(b["bus"]), int(_need(b, "can_id", where)),
-                                 float(b.get("rate_hz", 1.0)), str(b.get("frame_id", "")))
+        rate = float(b.get("rate_hz", 1.0))
+        if not 0 < rate < math.inf:
+            raise ConfigError(f"{where}: rate_hz must be > 0, got {rate}")
+        boards[name] = BoardSpec(name, kind, str(b["bus"]), int(_need(b, "can_id", where)), rate,
+                                 str(b.get("frame_id", "")))
     _check_ids(buses, groups, boards)
     return RobotConfig(buses, groups, boards, float(d.get("command_timeout", 0.2)), float(d.get("status_rate", 1.0)),
                        float(d.get("reply_timeout", 0.05)), bool(d.get("enable_on_start", True)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Callable, Sequence
 
@@ -150,6 +150,7 @@ class MotorGroup:
         self.want_enabled = False
         self._command: Command | None = None
         self._gripper: Command | None = None
+        self._gripper_streamed = False   # the gripper's command came from a stream (motor_control): it goes stale
         self._hold: Command | None = None
         self._timed_out = False
         self.sent_stamp: float | None = None     # arrival (driver clock) of the live command last sent
@@ -191,22 +192,26 @@ class MotorGroup:
         count = len(p)
         if count not in accepted:
             raise CommandError(f"p_des has {count} entries; {self.name} takes {' or '.join(map(str, sorted(set(accepted))))}")
-        needed = _PID_FIELDS if self.mode == "pid" else _MIT_FIELDS
-        for k, values in fields:
-            if k in needed and len(values) != count:
-                raise CommandError(f"{k} has {len(values)} entries, p_des has {count}")
-        # one 5×count array: one conversion, one finiteness check, one clamp for the whole command
-        zeros = (0.0,) * count
-        arr = np.array([values if k in needed else zeros for k, values in fields], dtype=float)
-        if not np.isfinite(arr).all():
-            for row, (k, _) in enumerate(fields):
-                _finite(k, arr[row])
-        cmd, notes = self._clamp(arr, slice(0, count), now)
+        # checked, clamped and stored under the lock: a mode change completing in the bus loop
+        # meanwhile would leave a command clamped for the other mode's fields
         with self._lock:
+            needed = _PID_FIELDS if self.mode == "pid" else _MIT_FIELDS
+            for k, values in fields:
+                if k in needed and len(values) != count:
+                    raise CommandError(f"{k} has {len(values)} entries, p_des has {count}")
+            # one 5×count array: one conversion, one finiteness check, one clamp for the whole command
+            zeros = (0.0,) * count
+            arr = np.array([values if k in needed else zeros for k, values in fields], dtype=float)
+            if not np.isfinite(arr).all():
+                for row, (k, _) in enumerate(fields):
+                    _finite(k, arr[row])
+            cmd, notes = self._clamp(arr, slice(0, count), now)
             joints = Command(cmd.p[:nj], cmd.v[:nj], cmd.kp[:nj], cmd.kd[:nj], cmd.t[:nj], now, self._robot_now())
             self._command = joints
             if count == n:
-                self._gripper = Command(cmd.p[nj:], cmd.v[nj:], cmd.kp[nj:], cmd.kd[nj:], cmd.t[nj:], now)
+                self._gripper = Command(cmd.p[nj:], cmd.v[nj:], cmd.kp[nj:], cmd.kd[nj:], cmd.t[nj:], now,
+                                        joints.robot_stamp)
+                self._gripper_streamed = True
             if self._timed_out:
                 self._timed_out = False
                 self.events.append(f"{self.name}: command stream resumed")
@@ -219,8 +224,12 @@ class MotorGroup:
         raw = np.array([p, v, kp, kd, t], dtype=float)
         _finite("gripper command", raw)
         r = self.ratio[-1]
-        joint = (p * r, v * r, kp / (r * r), kd / (r * r), t / r)   # motor -> joint units
-        return self._set_gripper(*joint, now)
+        with self._lock:
+            # motor -> joint units; in PID mode t is a torque-limit ratio, the same in both
+            joint = (p * r, v * r, kp / (r * r), kd / (r * r), t if self.mode == "pid" else t / r)
+            notes = self._set_gripper(*joint, now)
+            self._gripper_streamed = True
+            return notes
 
     def set_gripper_stroke(self, stroke_mm: float, now: float) -> list[str]:
         """position_control_gripper_*: the stroke (gap between the fingers) in mm, 0..100."""
@@ -229,18 +238,20 @@ class MotorGroup:
         if not math.isfinite(stroke_mm):
             raise CommandError(f"gripper stroke {stroke_mm} is not finite")
         travel = stroke_mm / 2000.0          # each finger moves half the stroke, m
-        if self.mode == "pid":
-            i = self.n - 1
-            return self._set_gripper(travel, float(self.limits.velocity[i]), 0.0, 0.0, 1.0, now)
-        r2 = self.ratio[-1] ** 2          # config gains are in motor units (N·m/rad), commands in joint units
-        return self._set_gripper(travel, 0.0, self.spec.params["position_kp"] / r2,
-                                 self.spec.params["position_kd"] / r2, 0.0, now)
+        with self._lock:
+            if self.mode == "pid":
+                i = self.n - 1
+                return self._set_gripper(travel, float(self.limits.velocity[i]), 0.0, 0.0, 1.0, now)
+            r2 = self.ratio[-1] ** 2          # config gains are in motor units (N·m/rad), commands in joint units
+            return self._set_gripper(travel, 0.0, self.spec.params["position_kp"] / r2,
+                                     self.spec.params["position_kd"] / r2, 0.0, now)
 
     def _set_gripper(self, p: float, v: float, kp: float, kd: float, t: float, now: float) -> list[str]:
+        """Clamp and store a gripper command (joint units). Under self._lock."""
         i = slice(self.n - 1, self.n)
         cmd, notes = self._clamp(np.array([[p], [v], [kp], [kd], [t]], dtype=float), i, now)
-        with self._lock:
-            self._gripper = cmd
+        self._gripper = replace(cmd, robot_stamp=self._robot_now())
+        self._gripper_streamed = False      # a stroke is a target, kept until replaced
         return notes
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -318,7 +329,9 @@ class MotorGroup:
         f = req.function
         if f == Function.ENABLE:
             self.want_enabled = True
-            self._hold = None          # hold where the arm is when it comes alive
+            # hold where the arm is when it comes alive: a command from before (the arm may have been
+            # moved by hand while off, or re-zeroed) would swing it back at full effort
+            self._command = self._gripper = self._hold = None
         elif f == Function.DISABLE:
             self.want_enabled = False
         elif f in (Function.MIT, Function.PID):
@@ -357,6 +370,8 @@ class MotorGroup:
         if success and req.function in (Function.MIT, Function.PID):
             self.mode = self._target_mode
             self._command = self._gripper = self._hold = None   # old commands meant another mode
+        if success and req.function == Function.CALIBRATE:
+            self._command = self._gripper = self._hold = None   # old commands meant the old zero
         if success and req.then is not None:
             follow = req.then
             follow.done = req.done          # the caller waits for the whole chain
@@ -413,9 +428,14 @@ class MotorGroup:
         if self.mode == "pid":
             return Command(cmd.p, self.limits.velocity[:self.n_joints] * 0.2, cmd.kp, cmd.kd, cmd.t, cmd.stamp,
                            cmd.robot_stamp)
+        # a joint the stream drove without stiffness (torque or velocity mode) had no meaningful
+        # p_des: it holds where it is, not at that p_des (often 0) with the hold stiffness
+        nj = self.n_joints
+        here = np.clip(self.position[:nj], self.limits.lower[:nj], self.limits.upper[:nj])
+        p = np.where(cmd.kp > 0, cmd.p, here)
         kp = np.where(cmd.kp > 0, cmd.kp, self.spec.hold_kp)
         kd = np.where(cmd.kd > 0, cmd.kd, self.spec.hold_kd)
-        return Command(cmd.p, np.zeros_like(cmd.v), kp, kd, cmd.t, cmd.stamp, cmd.robot_stamp)
+        return Command(p, np.zeros_like(cmd.v), kp, kd, cmd.t, cmd.stamp, cmd.robot_stamp)
 
     def _hold_here(self, now: float) -> Command:
         nj = self.n_joints
@@ -427,6 +447,17 @@ class MotorGroup:
 
     def _gripper_command(self, now: float) -> Command:
         i = self.n - 1
+        g = self._gripper
+        if g is not None and self._gripper_streamed and self.mode == "mit" and self._stale(g, now):
+            # a streamed gripper command (7th arm entry, control_gripper_*) that stopped: hold at rest
+            # (where it is when it had no stiffness), as the joints do; a stroke target stays
+            here = np.clip(self.position[i:], self.limits.lower[i:], self.limits.upper[i:])
+            r2 = self.ratio[i] ** 2
+            kp = np.where(g.kp > 0, g.kp, self.spec.params["hold_kp"] / r2)
+            kd = np.where(g.kd > 0, g.kd, self.spec.params["hold_kd"] / r2)
+            self._gripper = Command(np.where(g.kp > 0, g.p, here), np.zeros(1), kp, kd, g.t, now)
+            self._gripper_streamed = False
+            self.events.append(f"{self.name}: no gripper command for {self.command_timeout:.2f} s, gripper holding")
         if self._gripper is None:
             p = float(np.clip(self.position[i], self.limits.lower[i], self.limits.upper[i]))
             if self.mode == "pid":
@@ -451,29 +482,39 @@ class MotorGroup:
             return [(damiao.command_id(m.esc_id, ControlMode.FORCE_POS),
                      damiao.encode_force_pos(p / ri, v / ri, t))
                     for m, p, v, t, ri in zip(self.motors, cmd.p, cmd.v, cmd.t, r)]
-        p, v = self._torque_bounded(cmd)
+        p, v, t = self._torque_bounded(cmd)
         r2 = r * r
         encode = damiao.encode_mit
         return [(m.esc_id, encode(pi, vi, kpi, kdi, ti, m.limits)) for m, pi, vi, kpi, kdi, ti in
                 zip(self.motors, (p / r).tolist(), (v / r).tolist(), (cmd.kp * r2).tolist(), (cmd.kd * r2).tolist(),
-                    (cmd.t * r).tolist())]
+                    (t * r).tolist())]
 
-    def _torque_bounded(self, cmd: Command) -> tuple[np.ndarray, np.ndarray]:
-        """Move p_des (then v_des) so kp·Δp + kd·Δv + t_ff at the last measured state stays within the effort limit."""
+    def _torque_bounded(self, cmd: Command) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Move p_des (then v_des, then t_ff) so kp·Δp + kd·Δv + t_ff at the last measured state
+        stays within the effort limit; p_des stays within the joint limits."""
         eff = self.limits.effort
         dv = cmd.v - self.velocity
         tau = cmd.kp * (cmd.p - self.position) + cmd.kd * dv + cmd.t
         over = np.abs(tau) > eff
         if not over.any():
-            return cmd.p, cmd.v
+            return cmd.p, cmd.v, cmd.t
         target = np.sign(tau) * eff
-        p, v = cmd.p.copy(), cmd.v.copy()
+        p, v, t = cmd.p.copy(), cmd.v.copy(), cmd.t.copy()
         with np.errstate(divide="ignore", invalid="ignore"):
             fix_p = over & (cmd.kp > 0)
             p[fix_p] = (self.position + (target - cmd.kd * dv - cmd.t) / cmd.kp)[fix_p]
-            rest = over & ~fix_p & (cmd.kd > 0)
-            v[rest] = (self.velocity + (target - cmd.t) / cmd.kd)[rest]
-        return np.clip(p, self.limits.lower, self.limits.upper), v
+            p = np.clip(p, self.limits.lower, self.limits.upper)
+            # the clip can undo the bound (a joint at its limit moving toward it): the velocity
+            # term takes up what is left, or the feed-forward where there is no damping
+            spring = cmd.kp * (p - self.position)
+            tau = spring + cmd.kd * dv + t
+            over = np.abs(tau) > eff * (1 + 1e-9)
+            target = np.sign(tau) * eff
+            fix_v = over & (cmd.kd > 0)
+            v[fix_v] = (self.velocity + (target - spring - t) / cmd.kd)[fix_v]
+            fix_t = over & ~fix_v
+            t[fix_t] = (target - spring - cmd.kd * (v - self.velocity))[fix_t]
+        return p, v, t
 
     # -- feedback --------------------------------------------------------------------------
     def on_frame(self, arbitration_id: int, data: bytes, now: float) -> bool:
@@ -563,7 +604,12 @@ class ChassisGroup(MotorGroup):
         super().__init__(spec, limits, command_timeout, reply_timeout, enable_on_start)
         self.modules = len(self.motors) // 2
         self.radius = spec.params["wheel_radius"]
-        self.steer_speed = spec.params.get("steer_speed_limit", 6.0)
+        # the steering's speed limit in its force-position frames, at most the URDF's
+        wanted = float(spec.params.get("steer_speed_limit", 3.0))
+        self.steer_speed = np.minimum(wanted, limits.velocity[:self.modules])
+        if np.any(self.steer_speed < wanted):
+            self.events.append(f"{self.name}: steer_speed_limit {wanted} rad/s is above the URDF's steering "
+                               f"velocity limits; capped to {self.steer_speed.tolist()}")
         self.steer_ratio = spec.params.get("steer_torque_ratio", 0.8)
         self.wheel_acc = spec.params.get("wheel_acceleration_limit", 2.5)
         self._steer_target: np.ndarray | None = None
@@ -624,7 +670,7 @@ class ChassisGroup(MotorGroup):
             steer, wheel = self.motors[j], self.motors[m + j]
             limit = min(ratio, self.limits.effort[j] / steer.limits.tmax)
             frames.append((damiao.command_id(steer.esc_id, ControlMode.FORCE_POS),
-                           damiao.encode_force_pos(float(self._steer_target[j]), self.steer_speed, limit)))
+                           damiao.encode_force_pos(float(self._steer_target[j]), float(self.steer_speed[j]), limit)))
             frames.append((damiao.command_id(wheel.esc_id, ControlMode.VEL),
                            damiao.encode_vel(float(self._wheel_sent[j]) / self.radius)))
         return frames

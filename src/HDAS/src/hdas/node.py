@@ -95,8 +95,11 @@ class HdasNode:
         self.groups: dict[str, MotorGroup] = {}
         for name, spec in cfg.groups.items():
             cls = ChassisGroup if spec.kind == "chassis" else MotorGroup
-            self.groups[name] = cls(spec, limit_arrays(limits, [m.joint for m in spec.motors]),
-                                    cfg.command_timeout, cfg.reply_timeout, cfg.enable_on_start)
+            try:
+                joint_limits = limit_arrays(limits, [m.joint for m in spec.motors])
+            except ValueError as e:
+                raise SystemExit(f"HDAS: group {name}: {e}") from None
+            self.groups[name] = cls(spec, joint_limits, cfg.command_timeout, cfg.reply_timeout, cfg.enable_on_start)
             if rospy.get_param("/use_sim_time", False):
                 # simulated time may run far slower than real time: a controller ticking on it
                 # is slow, not silent (see MotorGroup._stale); on the robot the clocks agree

@@ -24,7 +24,8 @@ class JointLimit:
 
 
 def read_limits(urdf_xml: str) -> dict[str, JointLimit]:
-    """name -> limits of every moving joint; continuous joints get ±inf position limits."""
+    """name -> limits of every moving joint as written; continuous joints get ±inf position
+    limits, a missing velocity or effort attribute inf (`limit_arrays` refuses both for a motor)."""
     out = {}
     for j in ET.fromstring(urdf_xml).iter("joint"):
         kind = j.get("type")
@@ -35,14 +36,24 @@ def read_limits(urdf_xml: str) -> dict[str, JointLimit]:
         bounded = kind != "continuous"
         out[j.get("name")] = JointLimit(get("lower", 0) if bounded else -math.inf,
                                         get("upper", 0) if bounded else math.inf,
-                                        get("velocity", "inf") or math.inf, get("effort", "inf") or math.inf)
+                                        get("velocity", "inf"), get("effort", "inf"))
     return out
 
 
 def limit_arrays(limits: dict[str, JointLimit], joints: Sequence[str]) -> JointLimitArrays:
-    """Limits of the given joints, in that order; a joint missing from the URDF is an error."""
+    """Limits of the given (motor-driven) joints, in that order.
+
+    ValueError for a joint missing from the URDF, one without a finite positive velocity or
+    effort limit (the only bound on what a command may carry) or with lower >= upper (every
+    command would be clamped to one end)."""
     missing = [j for j in joints if j not in limits]
     if missing:
-        raise KeyError(f"joints not in robot_description: {', '.join(missing)}")
+        raise ValueError(f"joints not in robot_description: {', '.join(missing)}")
     rows = [limits[j] for j in joints]
+    bad = [f"{j}: {what}" for j, r in zip(joints, rows) for what, wrong in (
+        ("velocity limit missing, zero or negative", not (0 < r.velocity < math.inf)),
+        ("effort limit missing, zero or negative", not (0 < r.effort < math.inf)),
+        (f"lower {r.lower} not below upper {r.upper}", not r.lower < r.upper)) if wrong]
+    if bad:
+        raise ValueError("unusable joint limits in robot_description: " + "; ".join(bad))
     return JointLimitArrays(*(np.array([getattr(r, k) for r in rows]) for k in ("lower", "upper", "velocity", "effort")))

@@ -70,3 +70,20 @@ def test_bad_config_is_refused_with_the_key_named(mutate, message: str) -> None:
     mutate(d)
     with pytest.raises(ConfigError, match=message):
         parse_config(d)
+
+
+@pytest.mark.parametrize("limit, why", [
+    ('<limit lower="-1" upper="1" effort="10"/>', "velocity limit missing"),
+    ('<limit lower="-1" upper="1" effort="10" velocity="0"/>', "velocity limit missing, zero"),
+    ('<limit lower="-1" upper="1" effort="-5" velocity="2"/>', "effort limit missing, zero or negative"),
+    ('<limit lower="1" upper="-1" effort="10" velocity="2"/>', "not below upper"),
+])
+def test_unusable_urdf_limits_of_a_motor_joint_are_refused(limit: str, why: str) -> None:
+    from hdas.urdf_limits import limit_arrays, read_limits
+
+    urdf = (f'<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+            f'<parent link="a"/><child link="b"/><axis xyz="0 0 1"/>{limit}</joint></robot>')
+    with pytest.raises(ValueError, match=why):
+        limit_arrays(read_limits(urdf), ["j"])
+    with pytest.raises(ValueError, match="not in robot_description"):
+        limit_arrays(read_limits(urdf), ["k"])

@@ -289,8 +289,17 @@ def test_chassis_modes_and_wheel_ramp_on_timeout() -> None:
     assert speeds[-1] == 0.0
     assert all(b <= a + 1e-9 for a, b in zip(speeds, speeds[1:]))         # monotonic ramp down
     assert max(a - b for a, b in zip(speeds, speeds[1:])) <= 2.5 * DT + 1e-6
-    steer = [damiao.decode_force_pos(d).p for i, d in rig.sent if i & 0x700 == 0x300]
-    assert steer == pytest.approx([0.3] * 3)        # modules keep their angle
+    steer = [damiao.decode_force_pos(d) for i, d in rig.sent if i & 0x700 == 0x300]
+    assert [c.p for c in steer] == pytest.approx([0.3] * 3)        # modules keep their angle
+    assert all(c.v_limit <= LIMITS["steer_motor_joint1"].velocity + 1e-3 for c in steer)
+
+
+def test_a_steering_speed_above_the_urdf_limit_is_capped() -> None:
+    spec = SPEC.groups["chassis"]
+    fast = type(spec)(**{**vars(spec), "params": {**spec.params, "steer_speed_limit": 6.0}})
+    group = ChassisGroup(fast, limit_arrays(LIMITS, [m.joint for m in spec.motors]), 0.2, 0.05)
+    assert group.steer_speed.tolist() == pytest.approx([LIMITS["steer_motor_joint1"].velocity] * 3)
+    assert any("capped" in e for e in group.take_events())
 
 
 def test_chassis_refuses_malformed_and_clamps_speed() -> None:
@@ -355,3 +364,72 @@ def test_sent_stamp_is_the_live_commands_arrival_and_none_for_a_hold() -> None:
     assert chassis.group.sent_stamp == pytest.approx(chassis.now - DT)
     chassis.cycle(150)                                      # timed out: the wheels ramp to zero
     assert chassis.group.sent_stamp is None
+
+
+# -- holds and re-enables that stay where the joints are ---------------------------------------------
+def test_a_stopped_torque_stream_holds_where_the_joints_are() -> None:
+    rig = started_arm()
+    # torque mode: no stiffness, p_des unused (0); a hold must not pull the arm to p_des = 0
+    rig.group.set_command([0.0] * 6, [0.0] * 6, [0.0] * 6, [0.0] * 6, [1.0, 2.0, 1.0, 0.0, 0.0, 0.0], rig.now)
+    rig.cycle(150)                       # 0.3 s > command_timeout
+    cmds = rig.mit_commands()[:6]
+    assert [c.p for c in cmds] == pytest.approx(ARM_START[:6], abs=2e-3)
+    assert all(c.kp > 0 and abs(c.v) < 0.02 for c in cmds)
+    assert any("holding position" in e for e in rig.group.take_events())
+
+
+def test_re_enable_holds_where_the_joints_are_not_at_the_old_target() -> None:
+    rig = started_arm()
+    rig.group.set_command([-1.4, 0.1, -2.7, 0.2, 0.1, 0.0], [0.0] * 6, [20.0] * 6, [1.0] * 6, [0.0] * 6, rig.now)
+    rig.cycle()
+    assert rig.run_request(Function.DISABLE).success
+    moved = [-1.0, 0.3, -2.0, 0.5, 0.4, 0.3]           # moved by hand while off
+    for m, q in zip(rig.spec.motors, moved):
+        rig.motors[m.esc_id].set_state(q / m.metres_per_rad, 0.0, rig.now)
+    rig.cycle(5)
+    assert rig.run_request(Function.ENABLE).success
+    rig.cycle()
+    assert [c.p for c in rig.mit_commands()[:6]] == pytest.approx(moved, abs=2e-3)
+
+
+def test_a_joint_clipped_at_its_limit_still_gets_at_most_its_effort() -> None:
+    rig = started_arm()
+    j = 1                                 # left_arm_joint2 near its upper limit, moving up fast
+    upper = rig.group.limits.upper[j]
+    rig.group.position[j], rig.group.velocity[j] = upper - 0.01, 3.0
+    p = list(ARM_START[:6])
+    p[j] = upper
+    rig.group.set_command(p, [0.0] * 6, [100.0] * 6, [5.0] * 6, [0.0, -40.0, 0.0, 0.0, 0.0, 0.0], rig.now)
+    frames = rig.group.frames(rig.now)
+    m = rig.spec.motors[j]
+    c = damiao.decode_mit(frames[j][1], m.limits)
+    r = m.metres_per_rad if False else 1.0
+    tau = c.kp * (c.p - (upper - 0.01)) + c.kd * (c.v - 3.0) + c.tau
+    assert abs(tau) <= LIMITS[m.joint].effort * 1.01 + 0.1
+
+
+def test_a_stopped_gripper_stream_holds_and_a_stroke_target_stays() -> None:
+    rig = started_arm()
+    rig.group.set_gripper_motor_command(0.0, 2.0, 0.0, 1.0, 0.5, rig.now)   # velocity mode, motor units
+    rig.cycle()
+    m = rig.spec.gripper
+    assert damiao.decode_mit(rig.sent[6][1], m.limits).v == pytest.approx(2.0, abs=0.02)
+    rig.cycle(150)
+    c = damiao.decode_mit(rig.sent[6][1], m.limits)
+    assert abs(c.v) < 0.02 and c.kp > 0
+    assert any("gripper holding" in e for e in rig.group.take_events())
+    rig.group.set_gripper_stroke(60.0, rig.now)          # a target, not a stream: kept
+    rig.cycle(500)
+    c = damiao.decode_mit(rig.sent[6][1], m.limits)
+    assert c.p * m.metres_per_rad == pytest.approx(0.03, abs=1e-4)
+    assert not any("gripper holding" in e for e in rig.group.take_events())
+
+
+def test_gripper_torque_ratio_in_pid_mode_is_a_ratio() -> None:
+    rig = started_arm()
+    assert rig.run_request(Function.DISABLE).success
+    assert rig.run_request(Function.PID).success
+    assert rig.run_request(Function.ENABLE).success
+    rig.group.set_gripper_motor_command(0.5, 2.0, 0.0, 0.0, 0.05, rig.now)
+    rig.cycle()
+    assert damiao.decode_force_pos(rig.sent[6][1]).torque_ratio == pytest.approx(0.05, abs=1e-3)

@@ -37,6 +37,8 @@ class SimBusServer:
         self._clients: dict[str, list[socket.socket]] = {}
         self.frames_in: dict[str, int] = {}
         self.frames_out: dict[str, int] = {}
+        self.bad_packets: dict[str, int] = {}      # packets that were no frame, or that no device could take
+        self.last_error = ""
         for channel in channels:
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
@@ -100,10 +102,22 @@ class SimBusServer:
                         self._send(other, channel, packet)
             if len(packet) == CAN_FRAME.size:
                 can_id, length, _, _, _, data = _unpack(packet)
-            else:
+            elif len(packet) == CANFD_FRAME.size:
                 can_id, length, _, _, _, data = CANFD_FRAME.unpack(packet)
+            else:                   # not a frame (a client writing something else): dropped
+                self.bad_packets[channel] = self.bad_packets.get(channel, 0) + 1
+                self.last_error = f"{channel}: a {len(packet)}-byte packet is no CAN frame"
+                continue
             arbitration_id = can_id & CAN_EFF_MASK if can_id & CAN_EFF_FLAG else can_id & 0x7FF
-            for reply_id, reply in handler(channel, arbitration_id, data[:length]):
+            try:
+                replies = list(handler(channel, arbitration_id, data[:length]))
+            except (ValueError, OverflowError, KeyError, IndexError) as e:
+                # a frame the devices cannot take (a garbled payload) is lost, as on a real bus;
+                # the simulator goes on
+                self.bad_packets[channel] = self.bad_packets.get(channel, 0) + 1
+                self.last_error = f"{channel} 0x{arbitration_id:x}: {e!r}"
+                continue
+            for reply_id, reply in replies:
                 self.broadcast(channel, reply_id, reply)
 
     def broadcast(self, channel: str, arbitration_id: int, data: bytes) -> None:

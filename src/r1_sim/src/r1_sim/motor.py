@@ -137,7 +137,9 @@ class SimMotor:
             return None
         if req.rid not in self.registers:
             return None
-        if req.command == RegisterCommand.WRITE:
+        if req.command == RegisterCommand.WRITE and not math.isfinite(req.value):
+            pass                     # a non-finite value is not stored (the reply carries the old one)
+        elif req.command == RegisterCommand.WRITE:
             if req.rid == Register.CTRL_MODE:
                 if not self.enabled and int(req.value) in ControlMode._value2member_map_:
                     self.mode = ControlMode(int(req.value))

@@ -1,6 +1,8 @@
 """Simulated Damiao motor: states, control laws, registers, watchdog, faults, all through real frames."""
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from hdas import damiao
@@ -146,3 +148,17 @@ def test_sustained_peak_torque_overheats() -> None:
     assert m.error in (Status.MOS_OVER_TEMP, Status.ROTOR_OVER_TEMP)
     assert 5.0 < t < 120.0
     assert damiao.decode_feedback(m.feedback(), LIM).t_mos > 100
+
+
+def test_non_finite_register_writes_are_not_stored() -> None:
+    m = make()
+    before = m.registers[Register.KP_ASR]
+    def write(rid, value):     # raw bytes: our encoder refuses non-finite values, another driver may not
+        frame = damiao.encode_register_write(ESC, rid, 1.0)
+        return m.handle(damiao.REGISTER_ID, frame[:4] + struct.pack("<f", value), 0.0)
+
+    for bad in (float("nan"), float("inf")):
+        assert damiao.decode_register_reply(write(Register.KP_ASR, bad)).value == before
+    write(Register.PMAX, float("inf"))
+    assert m.limits == LIM
+    m.feedback()                       # still encodes
