@@ -405,6 +405,11 @@ class MotorGroup:
                     return frames
             if self.want_enabled and not np.isnan(self.position).any() and not self._requests:
                 return self._command_frames(now)
+            if self._requests and self._requests[0].function == Function.DISABLE:
+                # a motor has not answered yet (the start-up chain waits for it): the others are
+                # disabled meanwhile, a driver before this one may have left them running its last
+                # command; a motor answers a disable frame with its feedback, as a status request
+                return [(m.esc_id, damiao.DISABLE) for m in self.motors]
             return [(damiao.REGISTER_ID, damiao.encode_status_request(m.esc_id)) for m in self.motors]
 
     def _active_command(self, now: float) -> Command:

@@ -94,12 +94,15 @@ def test_start_up_chain_enables_in_mit_and_holds_where_it_is() -> None:
     assert [round(c.kd, 1) for c in cmds[:6]] == [5.0, 5.0, 5.0, 1.0, 1.0, 0.4]
 
 
-def test_no_frames_but_status_requests_until_every_motor_answered() -> None:
+def test_no_commands_but_disable_frames_until_every_motor_answered() -> None:
     rig = Rig("left_arm", ARM_START)
+    for m in rig.motors.values():        # a driver before this one left them enabled
+        m.enabled = True
     rig.motor("left_arm_joint4").inject("no_reply")
     rig.cycle(30)
-    assert all(i == damiao.REGISTER_ID for i, _ in rig.sent)
-    assert not any(m.enabled for m in rig.motors.values())
+    assert {data for _, data in rig.sent} == {damiao.DISABLE}
+    silent = rig.motor("left_arm_joint4")
+    assert not any(m.enabled for m in rig.motors.values() if m is not silent)
     conds = rig.group.conditions(rig.now)
     assert Condition.DISCONNECTED in conds[3]
 
