@@ -309,6 +309,11 @@ class MotorGroup:
     def _run_request(self, req: Request, now: float) -> list[Frame]:
         """Frames for the request in progress, and its completion when every motor confirmed."""
         if req.deadline == 0.0:
+            # checked again when it starts: an enable queued before it may have run meanwhile
+            refusal = self._refusal(req.function)
+            if refusal:
+                self._complete(req, False, refusal)
+                return []
             req.deadline = now + REQUEST_TIMEOUT
             self._start(req)
         req.cycles += 1

@@ -138,6 +138,17 @@ def test_calibrate_refused_while_enabled_and_zeroes_when_disabled() -> None:
     assert np.allclose(p, 0.0, atol=1e-3)
 
 
+def test_calibrate_queued_behind_an_enable_is_refused_when_it_would_start() -> None:
+    rig = started_arm()
+    rig.run_request(Function.DISABLE)
+    enable = rig.group.request(Function.ENABLE, rig.now)
+    calibrate = rig.group.request(Function.CALIBRATE, rig.now)     # accepted: disabled when queued
+    rig.cycle(200)
+    assert enable.success
+    assert calibrate.done.is_set() and not calibrate.success and "disabled first" in calibrate.message
+    assert all(abs(m.zero_offset) < 1e-9 for m in rig.motors.values())
+
+
 def test_unknown_request_never_hangs() -> None:
     rig = started_arm()
     for m in rig.motors.values():
