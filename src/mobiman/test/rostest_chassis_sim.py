@@ -227,8 +227,10 @@ class ChassisSimTest(unittest.TestCase):
         o0, g0 = planar(self.odom.wait()), planar(self.truth.wait())
         distance, last, errors = 0.0, np.zeros(2), []
         for corner in range(4):
-            # 1.25 m sides at 1 m/s: 0.4 s up, cruise, 0.2 s timeout at speed and 0.4 s down
-            self.drive(twist(vx=1.0), 1.05)
+            # ~1.25 m sides at 1 m/s: the modules turn back from the turn in place (at most 90° at
+            # the steering's 3.14 rad/s, the wheels waiting for them), 0.4 s up, cruise, 0.2 s
+            # timeout at speed and 0.4 s down
+            self.drive(twist(vx=1.0), 1.6)
             self.wait_stopped()
             start_yaw = planar(self.truth.wait())[2]
             deadline = time.monotonic() + 300

@@ -123,5 +123,11 @@ class ChassisController:
         else:
             self.braking = False
             cmd = self.kin.inverse(self.twist, self._angles, measured)
+            share = float(cmd.alignment.min()) if cmd.alignment is not None else 1.0
+            if share < 1.0:
+                # the wheels deliver this share of the twist while a module turns: the twist goes
+                # on from there at the acceleration limit, instead of running ahead and reaching
+                # the wheels in one jump once the modules point right
+                self.twist = tuple(x * share for x in self.twist)
         self._angles = cmd.angles.copy()
         return cmd

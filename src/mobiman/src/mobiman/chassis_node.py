@@ -63,9 +63,14 @@ class ChassisControlNode:
         self.base_frame = str(p.get("base_frame", "base_link"))
         steer_joints = list(p.get("steer_joints", ["steer_motor_joint1", "steer_motor_joint2", "steer_motor_joint3"]))
         xy = module_positions(urdf, steer_joints, self.base_frame)
-        kin = SwerveKinematics(xy, float(p.get("max_wheel_speed", 2.1)),
-                               float(p.get("steer_limit", math.pi / 2)), float(p.get("max_clamp_error", 0.35)))
-        self.controller = ChassisController(kin, ChassisLimits.from_dict(p), float(p.get("command_timeout", 0.2)))
+        try:
+            kin = SwerveKinematics(xy, float(p.get("max_wheel_speed", 2.1)),
+                                   float(p.get("steer_limit", math.pi / 2)), float(p.get("max_clamp_error", 0.35)),
+                                   align_tolerance=float(p.get("align_tolerance", 0.35)))
+            limits = ChassisLimits.from_dict(p)
+        except (TypeError, ValueError) as e:
+            raise SystemExit(f"{NAME}: bad chassis parameters: {e}") from None
+        self.controller = ChassisController(kin, limits, float(p.get("command_timeout", 0.2)))
         self.n = kin.n
         self.feedback_timeout = float(p.get("feedback_timeout", 0.1))
         self.lock = threading.Lock()

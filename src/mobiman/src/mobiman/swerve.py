@@ -31,6 +31,7 @@ class ModuleCommand:
 
     angles: np.ndarray
     speeds: np.ndarray
+    alignment: np.ndarray | None = None   # per module, the share of its speed its steering error allows
 
 
 class SwerveKinematics:
@@ -40,7 +41,7 @@ class SwerveKinematics:
     """
 
     def __init__(self, module_xy: np.ndarray, max_wheel_speed: float, steer_limit: float = math.pi / 2,
-                 max_clamp_error: float = 0.35, zero_speed: float = 1e-4):
+                 max_clamp_error: float = 0.35, zero_speed: float = 1e-4, align_tolerance: float = 0.35):
         xy = np.asarray(module_xy, dtype=float)
         if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] < 2:
             raise ValueError("module_xy must be n×2 with n ≥ 2")
@@ -52,6 +53,10 @@ class SwerveKinematics:
         self.steer_limit = float(steer_limit)
         self.max_clamp_error = float(max_clamp_error)
         self.zero_speed = float(zero_speed)
+        if not 0.0 < align_tolerance <= math.pi / 2:
+            raise ValueError("align_tolerance must be in (0, pi/2]")
+        self.align_tolerance = float(align_tolerance)
+        self._cos_tolerance = math.cos(align_tolerance)
         # module ground velocity u = G · (vx, vy, wz): rows (1, 0, −y_i) and (0, 1, x_i)
         G = np.zeros((2 * self.n, 3))
         G[0::2, 0] = 1.0
@@ -77,9 +82,11 @@ class SwerveKinematics:
         3. a module with (nearly) zero speed keeps `current_angles` (no snap to straight);
         4. `optimize` against the current angle: turn at most 90° by reversing the wheel,
            within the steering range;
-        5. cosine scaling against `measured_angles` (if given): a module still turning drives
-           only the component of its speed along where it points now, so the robot does not
-           drive sideways while the modules turn.
+        5. alignment scaling against `measured_angles` (if given): a module still turning
+           drives (cos e − cos e₀)/(1 − cos e₀) of its speed for a steering error e below
+           e₀ = `align_tolerance`, nothing beyond. Plain cosine scaling (e₀ = π/2) lets a module
+           that turns 90° (a sideways start) push along where it points meanwhile: the robot
+           moved 3 cm forward for a sideways command at the steering's URDF speed.
         """
         current = np.asarray(current_angles, dtype=float)
         u = self.module_velocities(twist)
@@ -95,10 +102,13 @@ class SwerveKinematics:
                 continue
             heading = math.atan2(u[i, 1], u[i, 0])
             angles[i], out[i] = self.optimize(heading, float(speeds[i]), float(current[i]))
+        alignment = None
         if measured_angles is not None:
             error = angles - np.asarray(measured_angles, dtype=float)
-            out = out * np.maximum(np.cos(error), 0.0)
-        return ModuleCommand(angles, out)
+            c = self._cos_tolerance
+            alignment = np.maximum((np.cos(error) - c) / (1.0 - c), 0.0)
+            out = out * alignment
+        return ModuleCommand(angles, out, alignment)
 
     def optimize(self, heading: float, speed: float, current: float) -> tuple[float, float]:
         """(angle, signed speed) for a module to move along `heading` at `speed` ≥ 0.

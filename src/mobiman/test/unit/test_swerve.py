@@ -111,9 +111,27 @@ def test_zero_command_keeps_the_module_angles(kin):
     np.testing.assert_allclose(cmd.speeds, 0.0)
 
 
-def test_cosine_scaling_drives_only_what_points_right(kin):
-    cmd = kin.inverse((0.5, 0.0, 0.0), np.zeros(3), measured_angles=np.array([0.0, math.pi / 3, HALF_PI]))
+def test_alignment_scaling_drives_only_what_points_right(kin):
+    e0 = kin.align_tolerance
+    measured = np.array([0.0, e0 / 2, math.pi / 3])
+    cmd = kin.inverse((0.5, 0.0, 0.0), np.zeros(3), measured_angles=measured)
+    half = (math.cos(e0 / 2) - math.cos(e0)) / (1 - math.cos(e0))
+    np.testing.assert_allclose(cmd.speeds, [0.5, 0.5 * half, 0.0], atol=1e-12)
+    # e0 = pi/2 is plain cosine scaling
+    cosine = SwerveKinematics(R1_XY, max_wheel_speed=2.1, align_tolerance=HALF_PI)
+    cmd = cosine.inverse((0.5, 0.0, 0.0), np.zeros(3), measured_angles=np.array([0.0, math.pi / 3, HALF_PI]))
     np.testing.assert_allclose(cmd.speeds, [0.5, 0.25, 0.0], atol=1e-12)
+
+
+def test_a_sideways_start_barely_moves_forward_while_the_modules_turn(kin):
+    # modules turning 0 -> 90 deg at the steering's URDF speed (3.14 rad/s), the command sideways:
+    # the forward distance the wheels push while turning stays within 3 mm
+    dt, x, angle = 0.002, 0.0, 0.0
+    while angle < HALF_PI:
+        cmd = kin.inverse((0.0, 0.3, 0.0), np.full(3, angle), measured_angles=np.full(3, angle))
+        x += float(np.mean(cmd.speeds * np.cos(angle))) * dt
+        angle += 3.1416 * dt
+    assert abs(x) < 0.003
 
 
 def test_brake_angles_lock_every_rigid_motion(kin):
@@ -239,3 +257,25 @@ def test_brake_mode_locks_at_standstill_and_releases_on_command():
     c.set_brake(False)                                   # brake off: modules keep their angles
     t, out = run(c, t, 0.5)
     assert not c.braking and np.all(np.abs(np.abs(out[-1][2].angles) - HALF_PI) < 1e-9)
+
+
+def test_a_turning_module_holds_the_twist_back_and_the_wheels_then_ramp():
+    """From rest, sideways: the modules turn 90 deg at the steering's URDF speed; the wheels do not
+    jump when they point right (the twist waited for them) and the base barely moves forward."""
+    c = controller()
+    c.set_target((0.0, 0.3, 0.0), 0.0)
+    dt, rate, t = 0.005, 3.1416, 0.0
+    measured = np.zeros(3)
+    x, speeds = 0.0, []
+    for _ in range(400):                                  # 2 s
+        t += dt
+        cmd = c.step(t, measured)
+        speeds.append(cmd.speeds.copy())
+        x += float(np.mean(cmd.speeds * np.cos(measured))) * dt
+        measured = measured + np.clip(cmd.angles - measured, -rate * dt, rate * dt)
+        c.set_target((0.0, 0.3, 0.0), t)
+    speeds = np.abs(np.array(speeds))
+    assert speeds[-1] == pytest.approx([0.3] * 3, abs=1e-6)
+    # the y acceleration limit is 1 m/s^2; the alignment share rising adds at most a little
+    assert np.max(np.diff(speeds, axis=0)) <= 1.0 * dt * 1.5
+    assert abs(x) < 0.003
