@@ -57,7 +57,7 @@ class DirectPublisher(QuietPublisher):
       connection (`disconnected` counts them). rospy subscribers do not reconnect by themselves.
     """
 
-    def __init__(self, name: str, data_class: type, send_timeout: float = 0.05, backlog_bytes: int = 16384,
+    def __init__(self, name: str, data_class: type, send_timeout: float = 0.05, backlog_bytes: int = 256 * 1024,
                  **kwargs: Any):
         if not send_timeout > 0 or backlog_bytes <= 0:
             raise ValueError(f"send_timeout and backlog_bytes must be > 0, got {send_timeout}, {backlog_bytes}")
@@ -98,6 +98,14 @@ class DirectPublisher(QuietPublisher):
         if sock is None or getattr(c, "_r1_guarded", False):
             return
         sock.settimeout(self.send_timeout)
+        # room for the backlog a subscriber may have before it is skipped (the kernel doubles this
+        # and counts its per-message overhead against it; capped by net.core.wmem_max): a reader
+        # that falls behind for a moment, as one does on a busy machine, loses nothing, as with
+        # rospy's queue and the socket buffers it fills
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * self.backlog_bytes)
+        except OSError:
+            pass                           # the default buffer: the cap below still holds
         write, fd, backlog = c.write_data, sock.fileno(), self.backlog_bytes
         outq = array.array("i", [0])
 
