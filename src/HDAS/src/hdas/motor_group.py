@@ -297,6 +297,19 @@ class MotorGroup:
             self._requests.append(req)
         return req
 
+    def cancel(self, req: Request, why: str) -> bool:
+        """Withdraw a request (and its follow-ups) that has not started; True when it was withdrawn.
+
+        A request starts only once every motor of the group has answered: one queued while a
+        motor is silent would otherwise run whenever it answers, long after its caller gave up."""
+        with self._lock:
+            mine = [r for r in self._requests if r is req or r.root is req]
+            if not mine or mine[0].deadline != 0.0:
+                return False                     # done, or running (it finishes within its timeout)
+            self._requests = [r for r in self._requests if r not in mine]
+            req.finish(False, why)
+            return True
+
     def _refusal(self, function: Function) -> str:
         if function in (Function.MIT, Function.PID, Function.CALIBRATE):
             enabled = [self.motors[i].joint for i in range(self.n) if self.status[i] == Status.ENABLED]

@@ -244,8 +244,12 @@ class HdasNode:
                                                     "3 calibrate, 4 clear errors, 5 MIT, 6 PID")
             pending = group.request(function, time.monotonic())
             if not pending.done.wait(SERVICE_WAIT):
-                return FunctionFrameResponse(False, f"{group.name}: {function.name.lower()} still running after "
-                                                    f"{SERVICE_WAIT:.0f} s")
+                name = function.name.lower()
+                if group.cancel(pending, f"{group.name}: {name} cancelled: not started within {SERVICE_WAIT:.0f} s "
+                                         f"(a motor of the group has not answered)"):
+                    rospy.logwarn(f"HDAS: {pending.message}")
+                    return FunctionFrameResponse(False, pending.message)
+                return FunctionFrameResponse(False, f"{group.name}: {name} still running after {SERVICE_WAIT:.0f} s")
             (rospy.loginfo if pending.success else rospy.logwarn)(f"HDAS: {pending.message}")
             return FunctionFrameResponse(pending.success, pending.message)
         return callback

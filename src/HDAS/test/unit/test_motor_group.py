@@ -149,6 +149,20 @@ def test_calibrate_queued_behind_an_enable_is_refused_when_it_would_start() -> N
     assert all(abs(m.zero_offset) < 1e-9 for m in rig.motors.values())
 
 
+def test_a_request_waiting_for_a_silent_motor_can_be_withdrawn() -> None:
+    rig = Rig("left_arm", ARM_START, enable_on_start=False)
+    rig.motor("left_arm_joint4").inject("no_reply")
+    enable = rig.group.request(Function.ENABLE, rig.now)
+    rig.cycle(50)
+    assert not enable.done.is_set()                    # waits for every motor to answer
+    assert rig.group.cancel(enable, "gave up")
+    assert enable.done.is_set() and not enable.success and enable.message == "gave up"
+    rig.motor("left_arm_joint4").inject("none")        # the motor answers later: nothing runs
+    rig.cycle(100)
+    assert not any(m.enabled for m in rig.motors.values())
+    assert not rig.group.cancel(enable, "again")
+
+
 def test_unknown_request_never_hangs() -> None:
     rig = started_arm()
     for m in rig.motors.values():
