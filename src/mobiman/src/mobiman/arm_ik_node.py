@@ -51,7 +51,11 @@ class ArmIkNode:
         if not urdf:
             raise SystemExit(f"{self.name}: no robot_description on the parameter server")
         from mobiman.arm_ik import ArmIK, IkConfig      # the solver core (pinocchio)
-        ik = ArmIK(urdf, side=side, config=IkConfig.from_dict(p.get("solver") or {}))
+        try:
+            ik = ArmIK(urdf, side=side, config=IkConfig.from_dict(p.get("solver") or {}))
+        except (KeyError, TypeError, ValueError) as e:
+            raise SystemExit(f"{self.name}: the solver config or the URDF does not fit: "
+                             f"{e.__class__.__name__}: {e}") from None
         self.joint_names = list(ik.joint_names)
         self.core = ArmPoseStream(ik, stream_cfg)
         self.speed_limits = [float(v) for v in stream_cfg.speed_limits]
