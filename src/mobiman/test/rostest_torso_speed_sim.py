@@ -136,7 +136,15 @@ class TorsoSpeedSimTest(unittest.TestCase):
         self.assertEqual(pose.header.frame_id, "base_link")
 
     def test_b_joint_target_out_of_the_straight_posture(self):
-        self.target.publish(JointState(position=BENT, velocity=[0.6] * 4))
+        start = self.wait_still()
+        # dropped: another group's joint names, a 5th entry
+        self.target.publish(JointState(name=[f"left_arm_joint{i}" for i in range(1, 5)], position=BENT))
+        self.target.publish(JointState(position=list(BENT) + [0.0]))
+        self.sleep_sim(1.0)
+        np.testing.assert_allclose(self.q_truth(), start, atol=0.01, err_msg="a bad joint target moved the torso")
+        # read by name: the torso's joints in reverse order
+        names = [f"torso_joint{i}" for i in range(4, 0, -1)]
+        self.target.publish(JointState(name=names, position=list(BENT)[::-1], velocity=[0.6] * 4))
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             q = self.q_truth()
@@ -180,6 +188,7 @@ class TorsoSpeedSimTest(unittest.TestCase):
 
     def test_f_nan_does_not_kill_the_node(self):
         start = self.state(self.wait_still())
+        before = int(self.status.get("dropped", "0"))           # test_b's two bad joint targets
         bad = Twist()
         bad.linear.x, bad.linear.z = float("nan"), 0.1
         for _ in range(5):
@@ -188,9 +197,10 @@ class TorsoSpeedSimTest(unittest.TestCase):
         self.cmd.wait(300, lambda m: self.cmd.count > count + 20)      # still commanding
         np.testing.assert_allclose(self.state(self.wait_still())[:2], start[:2], atol=2e-3)
         deadline = time.monotonic() + 120
-        while self.status.get("dropped", "0") == "0" and time.monotonic() < deadline:
+        while int(self.status.get("dropped", "0")) == before and time.monotonic() < deadline:
             time.sleep(0.1)
-        self.assertEqual(self.status.get("dropped"), "5", f"diagnostics: {self.status}")
+        time.sleep(1.5)                                          # a later report would count more
+        self.assertEqual(int(self.status.get("dropped")), before + 5, f"diagnostics: {self.status}")
         s0, s1, _ = self.move(0.0, 0.05, 0.4)                            # and still obeys
         self.assertAlmostEqual(s1[1] - s0[1], 0.02, delta=0.008)
 

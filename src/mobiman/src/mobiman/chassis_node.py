@@ -66,7 +66,8 @@ class ChassisControlNode:
         try:
             kin = SwerveKinematics(xy, float(p.get("max_wheel_speed", 2.1)),
                                    float(p.get("steer_limit", math.pi / 2)), float(p.get("max_clamp_error", 0.35)),
-                                   align_tolerance=float(p.get("align_tolerance", 0.35)))
+                                   align_tolerance=float(p.get("align_tolerance", 0.35)),
+                                   align_deadband=float(p.get("align_deadband", 0.05)))
             limits = ChassisLimits.from_dict(p)
         except (TypeError, ValueError) as e:
             raise SystemExit(f"{NAME}: bad chassis parameters: {e}") from None

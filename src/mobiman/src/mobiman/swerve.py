@@ -41,7 +41,8 @@ class SwerveKinematics:
     """
 
     def __init__(self, module_xy: np.ndarray, max_wheel_speed: float, steer_limit: float = math.pi / 2,
-                 max_clamp_error: float = 0.35, zero_speed: float = 1e-4, align_tolerance: float = 0.35):
+                 max_clamp_error: float = 0.35, zero_speed: float = 1e-4, align_tolerance: float = 0.35,
+                 align_deadband: float = 0.05):
         xy = np.asarray(module_xy, dtype=float)
         if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] < 2:
             raise ValueError("module_xy must be n×2 with n ≥ 2")
@@ -53,10 +54,10 @@ class SwerveKinematics:
         self.steer_limit = float(steer_limit)
         self.max_clamp_error = float(max_clamp_error)
         self.zero_speed = float(zero_speed)
-        if not 0.0 < align_tolerance <= math.pi / 2:
-            raise ValueError("align_tolerance must be in (0, pi/2]")
-        self.align_tolerance = float(align_tolerance)
-        self._cos_tolerance = math.cos(align_tolerance)
+        if not 0.0 <= align_deadband < align_tolerance <= math.pi / 2:
+            raise ValueError("need 0 <= align_deadband < align_tolerance <= pi/2")
+        self.align_tolerance, self.align_deadband = float(align_tolerance), float(align_deadband)
+        self._cos_tolerance, self._cos_deadband = math.cos(align_tolerance), math.cos(align_deadband)
         # module ground velocity u = G · (vx, vy, wz): rows (1, 0, −y_i) and (0, 1, x_i)
         G = np.zeros((2 * self.n, 3))
         G[0::2, 0] = 1.0
@@ -83,10 +84,11 @@ class SwerveKinematics:
         4. `optimize` against the current angle: turn at most 90° by reversing the wheel,
            within the steering range;
         5. alignment scaling against `measured_angles` (if given): a module still turning
-           drives (cos e − cos e₀)/(1 − cos e₀) of its speed for a steering error e below
-           e₀ = `align_tolerance`, nothing beyond. Plain cosine scaling (e₀ = π/2) lets a module
-           that turns 90° (a sideways start) push along where it points meanwhile: the robot
-           moved 3 cm forward for a sideways command at the steering's URDF speed.
+           drives (cos e − cos e₀)/(cos e₁ − cos e₀) of its speed for a steering error e between
+           e₁ = `align_deadband` (all of it below: the steering's own small error costs nothing)
+           and e₀ = `align_tolerance` (nothing beyond). Plain cosine scaling (e₁ = 0, e₀ = π/2)
+           lets a module that turns 90° (a sideways start) push along where it points meanwhile:
+           the robot moved 3 cm forward for a sideways command at the steering's URDF speed.
         """
         current = np.asarray(current_angles, dtype=float)
         u = self.module_velocities(twist)
@@ -105,8 +107,8 @@ class SwerveKinematics:
         alignment = None
         if measured_angles is not None:
             error = angles - np.asarray(measured_angles, dtype=float)
-            c = self._cos_tolerance
-            alignment = np.maximum((np.cos(error) - c) / (1.0 - c), 0.0)
+            c0, c1 = self._cos_tolerance, self._cos_deadband
+            alignment = np.clip((np.cos(error) - c0) / (c1 - c0), 0.0, 1.0)
             out = out * alignment
         return ModuleCommand(angles, out, alignment)
 

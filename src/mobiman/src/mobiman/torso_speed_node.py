@@ -124,6 +124,12 @@ class TorsoSpeedNode:
                               "joints: taken by index, as the vendor's node does")
             if len(position) != 4:
                 raise TargetError(f"target position has {len(position)} entries; the torso takes 4")
+        except TargetError as e:
+            with self.lock:
+                self.core.stats["dropped"] += 1       # refused here, before the core counts its own
+            self.throttle(rospy.logerr, "bad_target", f"{self.name}: joint target dropped: {e}")
+            return
+        try:
             with self.lock:
                 notes = self.core.set_target(position, velocity)
         except TargetError as e:

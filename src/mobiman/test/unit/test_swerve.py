@@ -112,13 +112,14 @@ def test_zero_command_keeps_the_module_angles(kin):
 
 
 def test_alignment_scaling_drives_only_what_points_right(kin):
-    e0 = kin.align_tolerance
-    measured = np.array([0.0, e0 / 2, math.pi / 3])
+    e0, e1 = kin.align_tolerance, kin.align_deadband
+    mid = (e0 + e1) / 2
+    measured = np.array([0.8 * e1, mid, math.pi / 3])    # within the deadband, between, beyond
     cmd = kin.inverse((0.5, 0.0, 0.0), np.zeros(3), measured_angles=measured)
-    half = (math.cos(e0 / 2) - math.cos(e0)) / (1 - math.cos(e0))
-    np.testing.assert_allclose(cmd.speeds, [0.5, 0.5 * half, 0.0], atol=1e-12)
-    # e0 = pi/2 is plain cosine scaling
-    cosine = SwerveKinematics(R1_XY, max_wheel_speed=2.1, align_tolerance=HALF_PI)
+    share = (math.cos(mid) - math.cos(e0)) / (math.cos(e1) - math.cos(e0))
+    np.testing.assert_allclose(cmd.speeds, [0.5, 0.5 * share, 0.0], atol=1e-12)
+    # e1 = 0, e0 = pi/2 is plain cosine scaling
+    cosine = SwerveKinematics(R1_XY, max_wheel_speed=2.1, align_tolerance=HALF_PI, align_deadband=0.0)
     cmd = cosine.inverse((0.5, 0.0, 0.0), np.zeros(3), measured_angles=np.array([0.0, math.pi / 3, HALF_PI]))
     np.testing.assert_allclose(cmd.speeds, [0.5, 0.25, 0.0], atol=1e-12)
 
@@ -132,6 +133,15 @@ def test_a_sideways_start_barely_moves_forward_while_the_modules_turn(kin):
         x += float(np.mean(cmd.speeds * np.cos(angle))) * dt
         angle += 3.1416 * dt
     assert abs(x) < 0.003
+
+
+def test_a_small_steady_steering_error_does_not_slow_the_ramp():
+    """The steering holds its angle only to within its servo's error: below the deadband the
+    twist ramps at the limit (the twist waiting for the modules would slow it otherwise)."""
+    c = controller()
+    c.set_target((0.5, 0.0, 0.0), 0.0)
+    t, out = run(c, 0.0, 0.1, dt=0.005, measured=np.array([0.03, -0.03, 0.02]))
+    assert out[-1][1][0] == pytest.approx(2.5 * (0.1 - 0.005), rel=1e-6)     # the first step has no dt
 
 
 def test_brake_angles_lock_every_rigid_motion(kin):
@@ -279,3 +289,12 @@ def test_a_turning_module_holds_the_twist_back_and_the_wheels_then_ramp():
     # the y acceleration limit is 1 m/s^2; the alignment share rising adds at most a little
     assert np.max(np.diff(speeds, axis=0)) <= 1.0 * dt * 1.5
     assert abs(x) < 0.003
+
+
+def test_a_small_steady_steering_error_does_not_slow_the_ramp():
+    """The steering holds its angle only to within its servo's error: below the deadband the
+    twist ramps at the limit (the twist waiting for the modules would slow it otherwise)."""
+    c = controller()
+    c.set_target((0.5, 0.0, 0.0), 0.0)
+    t, out = run(c, 0.0, 0.1, dt=0.005, measured=np.array([0.03, -0.03, 0.02]))
+    assert out[-1][1][0] == pytest.approx(2.5 * (0.1 - 0.005), rel=1e-6)     # the first step has no dt
