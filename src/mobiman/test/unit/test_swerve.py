@@ -135,15 +135,6 @@ def test_a_sideways_start_barely_moves_forward_while_the_modules_turn(kin):
     assert abs(x) < 0.003
 
 
-def test_a_small_steady_steering_error_does_not_slow_the_ramp():
-    """The steering holds its angle only to within its servo's error: below the deadband the
-    twist ramps at the limit (the twist waiting for the modules would slow it otherwise)."""
-    c = controller()
-    c.set_target((0.5, 0.0, 0.0), 0.0)
-    t, out = run(c, 0.0, 0.1, dt=0.005, measured=np.array([0.03, -0.03, 0.02]))
-    assert out[-1][1][0] == pytest.approx(2.5 * (0.1 - 0.005), rel=1e-6)     # the first step has no dt
-
-
 def test_brake_angles_lock_every_rigid_motion(kin):
     angles = kin.brake_angles()
     assert np.all(np.abs(angles) <= HALF_PI)
