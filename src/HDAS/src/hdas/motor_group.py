@@ -98,6 +98,15 @@ class Command:
     robot_stamp: float | None = None    # the robot's clock (ROS time) when the group has one
 
 
+def _at_rest(cmd: Command, here: np.ndarray, hold_kp: np.ndarray, hold_kd: np.ndarray) -> Command:
+    """MIT hold after `cmd` went stale: at rest, at its p_des with its gains and feed-forward; a
+    motor it drove without stiffness (torque or velocity control, p_des meaning nothing) holds
+    `here` (its measured position) with the hold gains instead of pulling to that p_des."""
+    stiff = cmd.kp > 0
+    return Command(np.where(stiff, cmd.p, here), np.zeros_like(cmd.v), np.where(stiff, cmd.kp, hold_kp),
+                   np.where(cmd.kd > 0, cmd.kd, hold_kd), cmd.t, cmd.stamp, cmd.robot_stamp)
+
+
 class CommandError(ValueError):
     """A command that cannot be used at all (wrong length, non-finite)."""
 
@@ -349,12 +358,17 @@ class MotorGroup:
             self.want_enabled = True
             # hold where the arm is when it comes alive: a command from before (the arm may have been
             # moved by hand while off, or re-zeroed) would swing it back at full effort
-            self._command = self._gripper = self._hold = None
+            self._forget_commands()
         elif f == Function.DISABLE:
             self.want_enabled = False
         elif f in (Function.MIT, Function.PID):
             self._mode_echo[:] = False
             self._target_mode = "pid" if f == Function.PID else "mit"
+
+    def _forget_commands(self) -> None:
+        """Drop the commands and the hold: the group holds where it is until a new command comes."""
+        self._command = self._gripper = self._hold = None
+        self._gripper_streamed = False
 
     def _request_frame(self, function: Function, i: int) -> Frame:
         esc = self.motors[i].esc_id
@@ -385,11 +399,10 @@ class MotorGroup:
 
     def _complete(self, req: Request, success: bool, message: str) -> None:
         self._requests.pop(0)
-        if success and req.function in (Function.MIT, Function.PID):
-            self.mode = self._target_mode
-            self._command = self._gripper = self._hold = None   # old commands meant another mode
-        if success and req.function == Function.CALIBRATE:
-            self._command = self._gripper = self._hold = None   # old commands meant the old zero
+        if success and req.function in (Function.MIT, Function.PID, Function.CALIBRATE):
+            if req.function != Function.CALIBRATE:
+                self.mode = self._target_mode
+            self._forget_commands()          # they meant another mode, or the old zero
         if success and req.then is not None:
             follow = req.then
             follow.done = req.done          # the caller waits for the whole chain
@@ -451,14 +464,9 @@ class MotorGroup:
         if self.mode == "pid":
             return Command(cmd.p, self.limits.velocity[:self.n_joints] * 0.2, cmd.kp, cmd.kd, cmd.t, cmd.stamp,
                            cmd.robot_stamp)
-        # a joint the stream drove without stiffness (torque or velocity mode) had no meaningful
-        # p_des: it holds where it is, not at that p_des (often 0) with the hold stiffness
         nj = self.n_joints
         here = np.clip(self.position[:nj], self.limits.lower[:nj], self.limits.upper[:nj])
-        p = np.where(cmd.kp > 0, cmd.p, here)
-        kp = np.where(cmd.kp > 0, cmd.kp, self.spec.hold_kp)
-        kd = np.where(cmd.kd > 0, cmd.kd, self.spec.hold_kd)
-        return Command(p, np.zeros_like(cmd.v), kp, kd, cmd.t, cmd.stamp, cmd.robot_stamp)
+        return _at_rest(cmd, here, np.asarray(self.spec.hold_kp, float), np.asarray(self.spec.hold_kd, float))
 
     def _hold_here(self, now: float) -> Command:
         nj = self.n_joints
@@ -476,9 +484,8 @@ class MotorGroup:
             # (where it is when it had no stiffness), as the joints do; a stroke target stays
             here = np.clip(self.position[i:], self.limits.lower[i:], self.limits.upper[i:])
             r2 = self.ratio[i] ** 2
-            kp = np.where(g.kp > 0, g.kp, self.spec.params["hold_kp"] / r2)
-            kd = np.where(g.kd > 0, g.kd, self.spec.params["hold_kd"] / r2)
-            self._gripper = Command(np.where(g.kp > 0, g.p, here), np.zeros(1), kp, kd, g.t, now)
+            self._gripper = _at_rest(g, here, np.array([self.spec.params["hold_kp"] / r2]),
+                                     np.array([self.spec.params["hold_kd"] / r2]))
             self._gripper_streamed = False
             self.events.append(f"{self.name}: no gripper command for {self.command_timeout:.2f} s, gripper holding")
         if self._gripper is None:
