@@ -75,6 +75,18 @@ def reorder(values: Sequence[float], order: list[int] | None, what: str) -> Sequ
     return [values[i] for i in order]
 
 
+def read_target(names: Sequence[str], position: Sequence[float], velocity: Sequence[float], joints: Sequence[str],
+                urdf_joints: Collection[str], extra: str | None = None
+                ) -> tuple[Sequence[float], Sequence[float], bool]:
+    """A JointState target's positions and velocities in the group's order (`target_order`), and
+    whether it carried names that are no URDF joints (read by index: worth a warning)."""
+    order = target_order(names, joints, urdf_joints, extra)
+    n = len(joints)
+    return (reorder(position, order, "target position"),
+            reorder(velocity, order[:n] if order else order, "target velocity"),
+            order is None and any(names))
+
+
 def clamp_effort(t_ff: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, bool]:
     """The feed-forward torque within ±effort (the URDF's limit); True when it was beyond it."""
     clipped = np.clip(t_ff, -effort, effort)

@@ -29,8 +29,8 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
 from hdas.throttle import Throttle
-from mobiman.joint_tracker import (Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward, reorder,
-                                   target_order)
+from mobiman.joint_tracker import (Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward,
+                                   read_target)
 from mobiman.robot_model import RobotModel, load_group_config
 from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
 
@@ -116,10 +116,9 @@ class TorsoSpeedNode:
 
     def _on_target(self, msg: JointState) -> None:
         try:
-            order = target_order(msg.name, self.torso_joints, self.urdf_joints)
-            position = reorder(msg.position, order, "target position")
-            velocity = reorder(msg.velocity, order, "target velocity")
-            if order is None and any(msg.name):
+            position, velocity, unknown_names = read_target(msg.name, msg.position, msg.velocity, self.torso_joints,
+                                                            self.urdf_joints)
+            if unknown_names:
                 self.throttle(rospy.logwarn, "names", f"{self.name}: target names {list(msg.name)} are no URDF "
                               "joints: taken by index, as the vendor's node does")
             if len(position) != 4:

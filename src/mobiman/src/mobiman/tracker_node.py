@@ -34,7 +34,7 @@ from hdas.realtime import policy_name, request_fifo
 from hdas.ros_io import DirectPublisher, WallTimer
 from hdas.throttle import Throttle
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
-                                   clamp_effort, feedforward_at, mit_command, pid_command, reorder, target_order)
+                                   clamp_effort, feedforward_at, mit_command, pid_command, read_target)
 from mobiman.robot_model import RobotModel, load_group_config
 
 GROUPS = ("torso", "left_arm", "right_arm")
@@ -137,10 +137,9 @@ class JointTrackerNode:
     def _on_target(self, msg: JointState, g: Group) -> None:
         n = len(g.tracker.names)
         try:
-            order = target_order(msg.name, g.tracker.names, self.urdf_joints, g.gripper_joint)
-            position = reorder(msg.position, order, "target position")
-            velocity = reorder(msg.velocity, order[:n] if order else order, "target velocity")
-            if order is None and any(msg.name):
+            position, velocity, unknown_names = read_target(msg.name, msg.position, msg.velocity, g.tracker.names,
+                                                            self.urdf_joints, g.gripper_joint)
+            if unknown_names:
                 self.throttle(rospy.logwarn, f"{g.name}/names", f"r1_jointTracker_demo_node: {g.name} target "
                               f"names {list(msg.name)} are no URDF joints: taken by index, as the vendor's node does")
             if len(position) == n + 1 and g.gripper_gains is None:
@@ -287,20 +286,20 @@ class JointTrackerNode:
                 raise ValueError(f"{key} needs {n} entries, got {cfg[key]}")
         if fast and name not in p.get("fast_limits", {}):
             raise KeyError(f"fast mode needs fast_limits/{name} (velocity, acceleration)")
-        fixed = p["fast_limits"][name] if fast else {}
-        caps = {k: np.array(v, float) for k, v in (("velocity_cap", cfg["velocity_cap"]),
-                                                    ("fast_limits velocity", fixed.get("velocity", [1.0] * n)))}
-        for what, cap in caps.items():
-            if np.shape(cap) != (n,):
+        fixed = p["fast_limits"][name] if fast else None
+
+        def capped(what: str, values: Any) -> np.ndarray:
+            cap = np.array(values, float)
+            if cap.shape != (n,):
                 raise ValueError(f"{what} needs {n} entries, got {cap.tolist()}")
-            over = cap > limits.velocity
-            if np.any(over):
+            if np.any(cap > limits.velocity):
                 rospy.logwarn(f"r1_jointTracker_demo_node: {name} {what} {cap.tolist()} is above the URDF's "
                               f"velocity limits {limits.velocity.tolist()}; capped to them")
-                cap[over] = limits.velocity[over]
+            return np.minimum(cap, limits.velocity)
+
         tracker_limits = TrackerLimits(
-            lower=limits.lower, upper=limits.upper, velocity_cap=caps["velocity_cap"],
-            fixed_velocity=caps["fast_limits velocity"] if fixed else None,
+            lower=limits.lower, upper=limits.upper, velocity_cap=capped("velocity_cap", cfg["velocity_cap"]),
+            fixed_velocity=capped("fast_limits velocity", fixed["velocity"]) if fixed else None,
             fixed_acceleration=np.array(fixed["acceleration"], float) if fixed else None)
         grip = cfg.get("gripper")
         gripper_joint, gripper_range = None, (0.0, 0.0)
