@@ -605,7 +605,14 @@ def run(urdf_xml: str, targets: int = 2000, seed: int = 5, solvers: Sequence[str
         pos, rot, _ = cold_rec["ours"].arrays()
         c["targets_in_collision"] = int(hit.sum())
         c["success_collision_free"] = round(float(np.mean(_success(pos[~hit], rot[~hit]))), 5) if (~hit).any() else None
-        c["met_in_collision"] = int(np.sum(_success(pos[hit], rot[hit]))) if hit.any() else 0   # by another, clear posture
+        clear = np.array([ours.ik.min_distance(q) > 0.0 for q in cold_rec["ours"].q])
+        c["met_in_collision"] = int(np.sum(_success(pos[hit], rot[hit]) & clear[hit])) if hit.any() else 0   # by another, clear posture
+        # every solver's answers in self-collision, by the same capsule model (the peers have none)
+        for s in peers:
+            sv = summary["solvers"][s.name]
+            sv["cold"]["in_collision"] = int(sum(ours.ik.min_distance(q) <= 0.0 for q in cold_rec[s.name].q))
+            sv["streamed"]["in_collision"] = int(sum(ours.ik.min_distance(q) <= 0.0
+                                                     for r in stream_rec[s.name].values() for q in r.q))
     raw = {"cold": {n: r.arrays() + (np.array(r.cpu),) for n, r in cold_rec.items()},
            "streamed": {n: {p: r.arrays() + (np.array(r.cpu),) for p, r in d.items()} for n, d in stream_rec.items()},
            "paths": paths}
@@ -674,24 +681,26 @@ def markdown(result: dict) -> str:
               "pinocchio FK. Errors as median / p99 / max; times as median / p99.", "",
               "**Cold** (no history; peers from the mid-range seed, ours `solve_cold`)", "",
               "| solver | targets | success | pos. error [mm] | rot. error [mrad] | wall time [ms] | CPU time [ms] "
-              "| NaN | outside limits |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| NaN | outside limits | in self-collision |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in sv.items():
         c = s["cold"]
         lines.append(f"| {s['label']} | {c['targets']} | {_accuracy_and_time_cells(c)} | {c['nan']} | "
-                     f"{c['outside_limits']} |")
+                     f"{c['outside_limits']} | {c.get('in_collision', '–')} |")
     c = sv.get("ours", {}).get("cold", {})
     if "targets_in_collision" in c:
         lines += ["", f"{c['targets_in_collision']} of the {c['targets']} cold targets come from configurations in "
                   "self-collision by our solver's capsule model (which it keeps clear of); ours on the others: "
                   f"{_pct(c['success_collision_free'])}; of the {c['targets_in_collision']}, ours meets "
-                  f"{c.get('met_in_collision', 0)} with another posture, clear of itself."]
+                  f"{c.get('met_in_collision', 0)} with another posture, clear of itself, and answers the others "
+                  "with the closest clear approach. \"In self-collision\": answers inside the arm, the torso, the head "
+                  "or the other arm (at zero) by the same capsule model."]
     lines += ["", "**Streamed** (all three paths; success and errors over the judged ticks, times and jumps over all)", "",
               "| solver | judged ticks | success | pos. error [mm] | rot. error [mrad] | wall time [ms] | CPU time [ms] "
-              "| max joint jump per tick [rad] | NaN |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| max joint jump per tick [rad] | NaN | in self-collision |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in sv.items():
         st = s["streamed"]
         lines.append(f"| {s['label']} | {st['judged_ticks']} | {_accuracy_and_time_cells(st)} | "
-                     f"{st['max_joint_jump_rad']:.3f} | {st['nan']} |")
+                     f"{st['max_joint_jump_rad']:.3f} | {st['nan']} | {st.get('in_collision', '–')} |")
     lines += ["", f"Goals (ours): cold success ≥ {100 * GOALS['cold_success']:g} %, cold median < "
               f"{GOALS['cold_median_ms']:g} ms; streamed success {100 * GOALS['streamed_success']:g} %, streamed median "
               f"< {GOALS['streamed_median_ms']:g} ms, p99 < {GOALS['streamed_p99_ms']:g} ms.", ""]

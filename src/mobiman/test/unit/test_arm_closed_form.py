@@ -53,14 +53,17 @@ def test_a_wrist_whose_axes_miss_each_other_is_refused(r1_urdf):
 
 
 def test_cold_solves_take_the_closed_form_path(r1_urdf):
-    """Reachable, collision-free targets are met from the closed form in a few polish steps."""
+    """Reachable, collision-free targets are met from the closed form in a few polish steps
+    (all 57 here; 48 while postures outside the limits were polished clipped to them first, 40
+    from the seed table alone)."""
     ik = ArmIK(r1_urdf, "left")
     rng = np.random.default_rng(2)
-    met = 0
+    solved = 0
     for q in rng.uniform(ik.lower, ik.upper, size=(60, 6)):
         if ik.min_distance(q, 0.0) <= 0.0:
             continue
         r = ik.solve_cold(ik.fk(q))
         assert r.reached
-        met += r.iterations <= 10
-    assert met >= 45        # 48 of these 57 here; 40 from the seed table alone
+        assert r.iterations <= 10
+        solved += 1
+    assert solved >= 50

@@ -122,6 +122,36 @@ def test_self_collision_is_avoided(left):
     assert min(left.min_distance(r.q) for r in res) > 0.0
 
 
+def test_cold_answers_are_never_in_collision(left):
+    """Targets whose own posture collides: met by another, clear posture, else the closest clear
+    approach; never an answer inside the body (the least-penetrating answer was returned when
+    none was clear: met, but in collision)."""
+    rng = np.random.default_rng(7)
+    targets = [left.fk(q) for q in rng.uniform(left.lower, left.upper, size=(400, 6)) if left.min_distance(q) <= 0.0]
+    assert len(targets) > 20
+    for target in targets:
+        r = left.solve_cold(target)
+        assert left.min_distance(r.q) > 0.0
+        assert r.iterations <= left.config.max_iterations_cold + left.config.max_iterations
+
+
+def test_the_contact_check_agrees_with_the_capsule_distances(left):
+    """`ContactCheck` (coal capsules, C++) says "touching" exactly where the Python capsule
+    distances are <= 0, also after the other arm moved."""
+    rng = np.random.default_rng(4)
+    try:
+        for other in (np.zeros(6), np.array([-0.5, 1.0, -1.0, 0.3, 0.2, 0.1])):
+            left.set_other_arm(other)
+            touching = 0
+            for q in rng.uniform(left.lower, left.upper, size=(1500, 6)):
+                d = left.min_distance(q)
+                assert left._contact.touching(q) == (d <= 0.0), (q, d)
+                touching += d <= 0.0
+            assert touching > 30
+    finally:
+        left.set_other_arm(np.zeros(6))
+
+
 def test_collision_barrier_gradient_is_the_analytic_one(left):
     """d(distance)/dq from point Jacobians equals finite differences on the capsule distance."""
     m, d = left.model, left.data

@@ -103,3 +103,21 @@ def test_a_short_run_reports(r1_urdf, monkeypatch):
     md = B.markdown(json.loads(json.dumps(result)))
     assert "| KDL NR_JL | 4 |" in md and "Ours against the goals" not in md
     # (the plot is left to the benchmark itself: importing matplotlib alone costs seconds here)
+
+
+def test_answers_in_self_collision_are_counted_for_every_solver(r1_urdf, monkeypatch):
+    """With ours in the run, every solver's answers are checked against ours' capsule model;
+    ours never answers inside the body (cold or streamed)."""
+    full = B.streamed_paths
+
+    def short(ref, *args, **kwargs):
+        paths = full(ref, *args, **kwargs)
+        for p in paths:
+            p.targets, p.judged, p.wrist_distance = p.targets[:5], p.judged[:5], p.wrist_distance[:5]
+        return paths
+    monkeypatch.setattr(B, "streamed_paths", short)
+    summary, _ = B.run(r1_urdf, targets=60, solvers=("ours", "kdl"), log=lambda s: None)
+    ours, kdl = summary["solvers"]["ours"], summary["solvers"]["kdl"]
+    assert ours["cold"]["targets_in_collision"] > 0          # the set has targets only a colliding posture meets
+    assert ours["cold"]["in_collision"] == 0 and ours["streamed"]["in_collision"] == 0
+    assert 0 <= kdl["cold"]["in_collision"] <= 60 and "in_collision" in kdl["streamed"]
