@@ -39,7 +39,6 @@ LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 REACHED_POSITION = 1e-3       # [m]   the issue's bar for "reached"
 REACHED_ORIENTATION = 1e-2    # [rad]
 CONTACT_MARGIN = 0.002        # [m] clearance kept by task-only passes
-CLEARANCE_SLACK = 0.05        # [m] pairs measured beyond the margin, so a clearance bound carries over
 RECOVERY_COOLDOWN = 10          # streamed solves between two searches for another posture
 FAR_POSITION, FAR_ORIENTATION = 0.005, 0.05   # [m], [rad] a stream this far off its target is out of reach
 STALL_RATIO, STALL_STEPS = 0.7, 4   # a streamed task pass crawling this slowly gives up
@@ -350,13 +349,13 @@ class ArmIK:
 
     def _collisions(self, caps: "WorldCapsules", margin: float):
         """(distance, point on i, point on j or None, i, j or None) for pairs closer than margin."""
-        return self._scan(caps, margin, margin)[0]
+        return self._scan(caps, margin)[0]
 
-    def _scan(self, caps: "WorldCapsules", margin: float, measure: float):
+    def _scan(self, caps: "WorldCapsules", margin: float):
         """Pairs closer than `margin` (as `_collisions`), and a lower bound on every pair's distance.
 
         Broad phase: bounding spheres of all pairs at once (numpy); narrow phase: segment
-        distances of the pairs whose spheres come within `measure` (Python floats: for one pair
+        distances of the pairs whose spheres come within `margin` (Python floats: for one pair
         numpy's per-call overhead would be most of the cost). The bound is the smallest measured
         distance, or the smallest sphere gap of the pairs not measured."""
         a, b, r = caps.a, caps.b, caps.r
@@ -368,7 +367,7 @@ class ArmIK:
         al, bl, rl = a.tolist(), b.tolist(), r.tolist()
         lower = np.inf
         pairs: list[tuple[int, list, list, float, int | None]] = []   # (i, other's a, b, radius, k or None)
-        near = gap < measure
+        near = gap < margin
         if not near.all():
             lower = float(gap[~near].min())
         if near.any():
@@ -379,7 +378,7 @@ class ArmIK:
             si, sk = self._self_i, self._self_k
             sd = mid[si] - mid[sk]
             sgap = np.sqrt(np.einsum("ij,ij->i", sd, sd)) - reach[si] - reach[sk]
-            close = sgap < measure
+            close = sgap < margin
             if not close.all():
                 lower = min(lower, float(sgap[~close].min()))
             if close.any():
@@ -490,11 +489,12 @@ class ArmIK:
         # target the soft terms held off) only keeps the capsules from touching
         mg = cfg.collision_margin if soft else CONTACT_MARGIN
         if weights.collision > 0 and not self._still_clear(q, mg):
-            caps = self._capsules_now()
-            # measuring beyond the margin pays only when the next posture is near (a stream):
-            # after a big move (the iterations of a cold solve) the bound would not carry over
-            near = self._clear is not None and self._moved(q, self._clear[0]) < CLEARANCE_SLACK
-            hits, lower = self._scan(caps, mg, mg + CLEARANCE_SLACK if near else mg)
+            # the exact clearance in C++ first; the pairs within the margin, which need rows, in Python
+            lower = self._contact.min_distance(q)
+            hits = []
+            if lower < mg:
+                caps = self._capsules_now()
+                hits, lower = self._scan(caps, mg)
             self._clear = (q.copy(), lower)
             for dist, pa, pb, i, k in hits:
                 min_d = min(min_d, dist)

@@ -137,7 +137,7 @@ def test_cold_answers_are_never_in_collision(left):
 
 def test_the_contact_check_agrees_with_the_capsule_distances(left):
     """`ContactCheck` (coal capsules, C++) says "touching" exactly where the Python capsule
-    distances are <= 0, also after the other arm moved."""
+    distances are <= 0, and measures the same clearance, also after the other arm moved."""
     rng = np.random.default_rng(4)
     try:
         for other in (np.zeros(6), np.array([-0.5, 1.0, -1.0, 0.3, 0.2, 0.1])):
@@ -146,6 +146,8 @@ def test_the_contact_check_agrees_with_the_capsule_distances(left):
             for q in rng.uniform(left.lower, left.upper, size=(1500, 6)):
                 d = left.min_distance(q)
                 assert left._contact.touching(q) == (d <= 0.0), (q, d)
+                exact = left._contact.min_distance(q)
+                assert exact == pytest.approx(d, abs=1e-6) if d > 0.0 else exact <= 0.0
                 touching += d <= 0.0
             assert touching > 30
     finally:
@@ -267,8 +269,7 @@ def test_clearance_bound_never_misses_a_pair(left):
     checked = 0
     for _ in range(150):
         q_ref = rng.uniform(left.lower, left.upper)
-        pin.framesForwardKinematics(left.model, left.data, q_ref)
-        _, lower = left._scan(left._capsules_now(), 0.002, 0.052)
+        lower = left._contact.min_distance(q_ref)          # the clearance the solver measures
         for scale in (0.01, 0.05, 0.2):
             q = np.clip(q_ref + rng.normal(scale=scale, size=6), left.lower, left.upper)
             bound = lower - 2.0 * float(left._rho @ np.abs(q - q_ref))
@@ -277,8 +278,7 @@ def test_clearance_bound_never_misses_a_pair(left):
     assert checked == 450
     # and it does skip: a tiny step from a clear posture needs no new measurement
     q0 = (left.lower + left.upper) / 2
-    pin.framesForwardKinematics(left.model, left.data, q0)
-    _, lower = left._scan(left._capsules_now(), 0.002, 0.052)
+    lower = left._contact.min_distance(q0)
     assert lower > 0.05                   # mid-range posture: the arm well clear of everything
     left._clear = (q0.copy(), lower)
     assert left._still_clear(q0 + 1e-3, 0.002)
