@@ -183,6 +183,7 @@ class ArmIK:
         self._history: list[np.ndarray] = []
         self._damping, self._lambda0 = np.eye(6), 1e-3
         self._eye6 = np.eye(6)
+        self._task_scale: dict[tuple[float, float], np.ndarray] = {}   # the task rows' weights, per (position, orientation)
         self._task_weights = IkWeights(**{**vars(self.config.weights), "collision": 0.0})   # cold passes
         self._q_key: tuple | None = None       # _q_terms' cache: (q, weights, soft) and its value
         self._sv_ref: tuple[np.ndarray, float] | None = None   # last decomposed task Jacobian, its σ_min
@@ -401,7 +402,10 @@ class ArmIK:
         axes, and the orientation residual is the same: the same cost, gradient and steps,
         without turning every evaluation's pose and Jacobian into torso_link4 axes."""
         goal = self._oMt * target
-        scale = np.array((weights.position,) * 3 + (weights.orientation,) * 3)
+        key = (weights.position, weights.orientation)
+        scale = self._task_scale.get(key)
+        if scale is None:
+            scale = self._task_scale[key] = np.array((weights.position,) * 3 + (weights.orientation,) * 3)
         return goal.rotation.T, goal.translation, scale
 
     def _residuals(self, q: np.ndarray, goal: tuple[np.ndarray, np.ndarray], weights: IkWeights,
@@ -469,8 +473,7 @@ class ArmIK:
             return self._q_value
         m, d, cfg = self.model, self.data, self.config
         pin.computeJointJacobians(m, d, q)
-        pin.updateFramePlacements(m, d)
-        oMe = d.oMf[self._ee]
+        oMe = pin.updateFramePlacement(m, d, self._ee)      # the hand's frame only; the capsules' below when measured
         J = pin.getFrameJacobian(m, d, self._ee, LWA)
         # in the model's root axes (`_in_root`)
         rows: list[np.ndarray] = []
@@ -493,6 +496,7 @@ class ArmIK:
             lower = self._contact.min_distance(q)
             hits = []
             if lower < mg:
+                pin.updateFramePlacements(m, d)
                 caps = self._capsules_now()
                 hits, lower = self._scan(caps, mg)
             self._clear = (q.copy(), lower)
@@ -691,7 +695,7 @@ class ArmIK:
             self._goal = None
         limited = False
         step = q - prev
-        if not np.isfinite(q).all():
+        if not math.isfinite(q.sum()):          # (a NaN or an infinity makes the sum one)
             q, step = prev.copy(), np.zeros(6)
         big = float(np.abs(step).max())
         if big > self.config.max_step:
@@ -884,4 +888,4 @@ def _adjugate(a: np.ndarray) -> np.ndarray:
 
 
 def _finite_pose(pose: pin.SE3) -> bool:
-    return bool(np.isfinite(pose.homogeneous).all())
+    return math.isfinite(pose.homogeneous.sum())       # (a NaN or an infinity makes the sum one)
