@@ -83,15 +83,20 @@ def test_streamed_paths_are_reproducible_and_shaped(ref):
     assert circle.wrist_distance.max() < B.WRIST_REACH - 0.1
 
 
-def test_a_short_run_reports(r1_urdf, monkeypatch):
+def _shorten_paths(monkeypatch, ticks: int) -> None:
+    """The benchmark's streamed paths cut to their first `ticks` ticks (a short run)."""
     full = B.streamed_paths
 
     def short(ref, *args, **kwargs):
         paths = full(ref, *args, **kwargs)
         for p in paths:
-            p.targets, p.judged, p.wrist_distance = p.targets[:15], p.judged[:15], p.wrist_distance[:15]
+            p.targets, p.judged, p.wrist_distance = p.targets[:ticks], p.judged[:ticks], p.wrist_distance[:ticks]
         return paths
     monkeypatch.setattr(B, "streamed_paths", short)
+
+
+def test_a_short_run_reports(r1_urdf, monkeypatch):
+    _shorten_paths(monkeypatch, 15)
     # KDL only: importing pink or ikpy (sympy) costs seconds; the benchmark checks their chains itself
     summary, raw = B.run(r1_urdf, targets=4, solvers=("kdl",), log=lambda s: None)
     s = summary["solvers"]["kdl"]
@@ -108,14 +113,7 @@ def test_a_short_run_reports(r1_urdf, monkeypatch):
 def test_answers_in_self_collision_are_counted_for_every_solver(r1_urdf, monkeypatch):
     """With ours in the run, every solver's answers are checked against ours' capsule model;
     ours never answers inside the body (cold or streamed)."""
-    full = B.streamed_paths
-
-    def short(ref, *args, **kwargs):
-        paths = full(ref, *args, **kwargs)
-        for p in paths:
-            p.targets, p.judged, p.wrist_distance = p.targets[:5], p.judged[:5], p.wrist_distance[:5]
-        return paths
-    monkeypatch.setattr(B, "streamed_paths", short)
+    _shorten_paths(monkeypatch, 5)
     summary, _ = B.run(r1_urdf, targets=60, solvers=("ours", "kdl"), log=lambda s: None)
     ours, kdl = summary["solvers"]["ours"], summary["solvers"]["kdl"]
     assert ours["cold"]["targets_in_collision"] > 0          # the set has targets only a colliding posture meets
