@@ -493,13 +493,12 @@ class ArmIK:
         mg = cfg.collision_margin if soft else CONTACT_MARGIN
         if weights.collision > 0 and not self._still_clear(q, mg):
             # the exact clearance in C++ first; the pairs within the margin, which need rows, in Python
-            lower = self._contact.min_distance(q)
+            self._clear = (q.copy(), self._contact.min_distance(q))
             hits = []
-            if lower < mg:
+            if self._clear[1] < mg:
                 pin.updateFramePlacements(m, d)
                 caps = self._capsules_now()
-                hits, lower = self._scan(caps, mg)
-            self._clear = (q.copy(), lower)
+                hits = self._collisions(caps, mg)
             for dist, pa, pb, i, k in hits:
                 min_d = min(min_d, dist)
                 dv = pa - pb
@@ -783,13 +782,10 @@ class ArmIK:
         goal = min(goals, key=lambda g: float(np.abs(g - anchor).sum()))
         best = self._last_clear(anchor, goal)
         q, pe, re, it, _ = self._lm(best.copy(), target, [], APPROACH_ITERATIONS, soft=False)
-        iterations += it
-        if self._clear_at(q):
-            pose = self.fk(best)
-            if pe + 0.1 * re < (np.linalg.norm(pose.translation - target.translation)
-                                + 0.1 * np.linalg.norm(pin.log3(target.rotation.T @ pose.rotation))):
-                best = q
-        return self._result(best, target, iterations)
+        result = self._result(best, target, iterations + it)
+        if self._clear_at(q) and pe + 0.1 * re < result.position_error + 0.1 * result.orientation_error:
+            return IkResult(q.copy(), pe, re, pe < REACHED_POSITION and re < REACHED_ORIENTATION, result.iterations)
+        return result
 
     def _clear_anchor(self, target: pin.SE3, seeds: list[np.ndarray]) -> np.ndarray:
         """A clear posture near the target: `seeds` first, then the table's nearest postures,
