@@ -33,6 +33,7 @@ from scipy.linalg import lapack
 from scipy.spatial import cKDTree
 
 from mobiman.arm_closed_form import ClosedFormArm
+from mobiman.arm_task_kernel import ArmChain, task_pass
 from mobiman.capsules import ContactCheck, capsules_from_urdf, segment_distance_py
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -111,6 +112,7 @@ class IkResult:
     reached: bool                # within 1 mm and 0.01 rad
     iterations: int
     step_limited: bool = False   # the solution moved further than max_step: this is a step toward it
+    blocked: bool = False        # (streamed) the solution is in collision: this is the last clear posture toward it
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,8 @@ class ArmIK:
         self._build_seed_table(np.random.default_rng(seed))
         self._wrist_in_j5 = self._axes_meeting_point()
         self._closed_form = ClosedFormArm.from_model(self.model, self._ee, self._wrist_in_j5)   # cold seeds
+        self._chain = ArmChain.from_model(self.model, self._ee)      # the compiled task pass (None: Python's)
+        self._kernel_settings: dict[tuple[float, float], np.ndarray] = {}
         self._shoulder, self._wrist_offset, self.reach = self._reach_geometry(np.random.default_rng(seed + 1))
         self._hand = self._hand_capsules()
 
@@ -642,6 +646,36 @@ class ArmIK:
                     break
         return q, pe, re, it, md
 
+    def _task(self, q: np.ndarray, target: pin.SE3, iterations: int, weights: IkWeights | None = None,
+              stall: int | None = None) -> tuple[np.ndarray, float, float, int]:
+        """The task alone from q (`_lm(soft=False)`), compiled (`mobiman.arm_task_kernel`).
+
+        With a collision weight, the answer's clearance is measured (temporal coherence first,
+        then the capsules in C++); an answer closer than CONTACT_MARGIN is solved again by the
+        Python loop with the collision rows. Returns (q, position error, orientation error,
+        iterations)."""
+        w = weights or self.config.weights
+        if self._chain is None:
+            return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
+        key = (w.position, w.orientation)
+        settings = self._kernel_settings.get(key)
+        if settings is None:
+            cfg = self.config
+            settings = self._kernel_settings[key] = ArmChain.settings(
+                w.position, w.orientation, self._lambda0, cfg.position_tolerance, cfg.orientation_tolerance,
+                STALL_RATIO, SR_SIGMA, SR_DAMPING)
+        try:
+            out = task_pass(q, (self._oMt * target).homogeneous, self._chain.chain, self._chain.bounds, settings,
+                            iterations, -1 if stall is None else stall)
+        except (np.linalg.LinAlgError, ZeroDivisionError):     # a singular system: the Python loop's fallbacks
+            return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
+        q_new = out[:6]
+        if w.collision > 0 and not self._still_clear(q_new, CONTACT_MARGIN):
+            self._clear = (q_new.copy(), self._contact.min_distance(q_new))
+            if self._clear[1] < CONTACT_MARGIN:
+                return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
+        return q_new, float(out[6]), float(out[7]), int(out[8])
+
     def reset(self, q: np.ndarray) -> None:
         """Start the stream's history at q (the measured joints)."""
         q = np.clip(np.asarray(q, float), self.lower, self.upper)
@@ -664,12 +698,11 @@ class ArmIK:
             # task alone would fail after all its iterations; only the full objective decides
             q, pe, re, it, md = prev, np.inf, np.inf, 0, np.inf
         else:
-            q, pe, re, it, md = self._lm(start.copy(), target, [], self.config.max_iterations, soft=False,
-                                         stall=STALL_STEPS)
+            q, pe, re, it = self._task(start, target, self.config.max_iterations, stall=STALL_STEPS)
         solved = q                     # pe and re are this q's errors (a recovery below replaces q)
         self._far = None
         if not (pe < REACHED_POSITION and re < REACHED_ORIENTATION):
-            q, pe, re, it2, md = self._lm(prev.copy(), target, self._history, self.config.max_iterations)
+            q, pe, re, it2, _ = self._lm(prev.copy(), target, self._history, self.config.max_iterations)
             solved = q
             it += it2
             if pe > FAR_POSITION or re > FAR_ORIENTATION:
@@ -699,10 +732,18 @@ class ArmIK:
         big = float(np.abs(step).max())
         if big > self.config.max_step:
             q, limited = prev + step * (self.config.max_step / big), True
+        blocked = False
+        if self.config.weights.collision > 0 and not self._still_clear(q, 0.0) and not self._clear_at(q) \
+                and self._clear_at(prev):
+            # the barrier is soft and a recovery travels in a straight line: neither may take the
+            # arm into the body. Stop at the last clear posture on the way (from a clear one).
+            q, blocked, self._goal = self._last_clear(prev, q), True, None
         self._history = self._history[-2:] + [q.copy()]
         if q is solved and math.isfinite(pe + re):    # the solver's own errors: no second FK
             return IkResult(q.copy(), pe, re, pe < REACHED_POSITION and re < REACHED_ORIENTATION, it, False)
-        return self._result(q, target, it, limited)
+        result = self._result(q, target, it, limited)
+        result.blocked = blocked
+        return result
 
     def solve_cold(self, target: pin.SE3, seed: np.ndarray | None = None) -> IkResult:
         """One-shot solve without history: the first collision-free posture that meets the target,
@@ -726,7 +767,7 @@ class ArmIK:
             return self._clear_approach(target, seeds, postures, 0)
         total, in_collision = 0, []
         for c in postures:
-            q, pe, re, it, _ = self._lm(c.copy(), target, [], CLOSED_FORM_POLISH, soft=False, weights=task)
+            q, pe, re, it = self._task(c, target, CLOSED_FORM_POLISH, weights=task)
             total += it
             if pe < REACHED_POSITION and re < REACHED_ORIENTATION:
                 if self._clear_at(q):
@@ -740,8 +781,7 @@ class ArmIK:
         while n < len(seeds) and n < 2 * self.COLD_SEEDS and len(in_collision) < COLLIDING_ANSWERS:
             s = seeds[n]
             n += 1
-            q, pe, re, it, _ = self._lm(s.copy(), target, [], self.config.max_iterations_cold, soft=False,
-                                        weights=task)
+            q, pe, re, it = self._task(s, target, self.config.max_iterations_cold, weights=task)
             total += it
             score = pe + 0.1 * re
             if best is None or score < best[0]:
@@ -754,7 +794,7 @@ class ArmIK:
                 if np.all(flip >= self.lower) and np.all(flip <= self.upper):
                     seeds.insert(n, flip)
             if pe < REACHED_POSITION and re < REACHED_ORIENTATION:
-                q2, pe2, re2, it2, _ = self._lm(q.copy(), target, [], 20, soft=False, weights=task)   # tighten
+                q2, pe2, re2, it2 = self._task(q, target, 20, weights=task)   # tighten
                 total += it2
                 q = q2 if pe2 <= pe else q
                 if self._clear_at(q):
@@ -775,8 +815,8 @@ class ArmIK:
         with the capsules measured on every one, ~10 ms, and ended further away.)"""
         anchor = self._clear_anchor(target, seeds)
         if not goals:         # nothing near the target to aim at: where the task alone ends
-            q, _, _, it, _ = self._lm(anchor.copy(), target, [], self.config.max_iterations_cold, soft=False,
-                                      weights=self._task_weights, stall=STALL_STEPS)
+            q, _, _, it = self._task(anchor, target, self.config.max_iterations_cold, weights=self._task_weights,
+                                     stall=STALL_STEPS)
             iterations += it
             goals = [q]
         goal = min(goals, key=lambda g: float(np.abs(g - anchor).sum()))

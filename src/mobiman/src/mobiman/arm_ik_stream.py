@@ -163,6 +163,7 @@ class ArmPoseStream:
         self.solves = 0
         self.restarts = 0
         self.stale_events = 0
+        self.blocked = 0                # solves stopped clear of the body short of a colliding solution
         self.dropped: Counter[str] = Counter()
         self.solve_times: deque[float] = deque(maxlen=1000)
         self.last_result: Any = None
@@ -260,6 +261,7 @@ class ArmPoseStream:
         out_of_reach = (not result.reached) and (not result.step_limited) and moved <= self.cfg.settle_step
         self.previous_q = q.copy()
         self.solves += 1
+        self.blocked += bool(getattr(result, "blocked", False))
         self.solve_times.append(dt)
         self.last_result, self.last_target, self.out_of_reach = result, target, out_of_reach
         return Step(q=q, result=result, out_of_reach=out_of_reach, restarted=restarted, solve_time=dt)
@@ -278,6 +280,7 @@ class ArmPoseStream:
             "dropped_by_reason": ", ".join(f"{k}: {v}" for k, v in sorted(self.dropped.items())) or "none",
             "stream_restarts": str(self.restarts),
             "stale_events": str(self.stale_events),
+            "blocked_by_collision": str(self.blocked),
             "last_target": format_pose(self.last_target) if self.last_target is not None else "none",
             "position_error_m": f"{r.position_error:.5f}" if r is not None else "",
             "orientation_error_rad": f"{r.orientation_error:.5f}" if r is not None else "",
@@ -287,6 +290,9 @@ class ArmPoseStream:
             return 1, self.state, values
         if self.is_stale(now_ros, now_wall):
             return 0, "idle (no target stream)", values
+        if getattr(r, "blocked", False):
+            return 1, (f"target met only with the arm in its body: holding clear, "
+                       f"{r.position_error * 1e3:.1f} mm, {r.orientation_error:.3f} rad from it"), values
         if self.out_of_reach:
             return 1, (f"target out of reach: best pose {r.position_error * 1e3:.1f} mm, "
                        f"{r.orientation_error:.3f} rad from it"), values

@@ -382,3 +382,31 @@ def test_a_hand_inside_the_body_is_known_from_the_target_alone(left):
     # the first seed, then the approach: no search over the other seeds
     assert not r.reached and r.iterations <= left.config.max_iterations_cold + left.config.max_iterations
     assert left.min_distance(r.q) > 0.0
+
+
+def test_streamed_answers_never_enter_the_body(left, right):
+    """Targets met only in collision, streamed from a clear posture nearby: the soft barrier alone
+    let 12 of 40 such streams into the body (a recovery's straight way too); every answer is clear."""
+    for ik in (left, right):
+        rng = np.random.default_rng(8)
+        free = (ik.lower + ik.upper) / 2
+        assert ik.min_distance(free) > 0.05
+        checked = blocked = 0
+        for _ in range(2000):
+            q_in = rng.uniform(ik.lower, ik.upper)
+            if ik.min_distance(q_in) >= 0.0:
+                continue
+            # the first posture 1 cm clear on the way from the colliding one to the middle of the ranges
+            ways = [q_in + t * (free - q_in) for t in np.linspace(0.0, 1.0, 41)]
+            q0 = next(q for q in ways if ik.min_distance(q) > 0.01)
+            ik.reset(q0)
+            ik._clear = None
+            target = ik.fk(q_in)
+            for _ in range(5):
+                r = ik.solve(target)
+                assert ik.min_distance(r.q) > -1e-9
+                blocked += r.blocked
+            checked += 1
+            if checked == 40:
+                break
+        assert checked == 40 and blocked > 0

@@ -22,6 +22,7 @@ class Result:
     reached: bool = True
     iterations: int = 3
     step_limited: bool = False
+    blocked: bool = False
 
 
 class FakeIK:
@@ -40,6 +41,7 @@ class FakeIK:
         self.other = None
         self.targets: list[pin.SE3] = []
         self.result_q = None      # force a result (e.g. NaN)
+        self.blocked = False      # report every solve as stopped clear of the body
 
     def reset(self, q):
         self.q = np.asarray(q, float).copy()
@@ -57,7 +59,7 @@ class FakeIK:
         reached = at_goal and self.reachable
         q = self.q.copy() if self.result_q is None else np.asarray(self.result_q, float)
         return Result(q=q, position_error=0.0 if reached else 0.05, orientation_error=0.0 if reached else 0.2,
-                      reached=reached, step_limited=limited)
+                      reached=reached and not self.blocked, step_limited=limited, blocked=self.blocked)
 
 
 POSE = pin.SE3.Identity()
@@ -159,6 +161,16 @@ def test_out_of_reach_when_settled_short_of_the_target() -> None:
     assert all(st.out_of_reach for st in steps[2:])
     level, message, _ = s.summary(0.4, 0.4)
     assert level == 1 and "out of reach" in message
+
+
+def test_a_solve_held_clear_of_the_body_is_reported() -> None:
+    s, ik = active_stream()
+    s.on_target(POSE, 0.0, 0.0)
+    assert s.summary(0.05, 0.05)[0] == 0
+    ik.blocked = True
+    s.on_target(POSE, 0.1, 0.1)
+    level, message, values = s.summary(0.15, 0.15)
+    assert level == 1 and "in its body" in message and values["blocked_by_collision"] == "1"
 
 
 def test_stale_stream_resets_from_the_measured_joints() -> None:

@@ -1,0 +1,114 @@
+"""The compiled task pass (mobiman.arm_task_kernel) against pinocchio and ArmIK's Python loop."""
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from mobiman import arm_task_kernel as K
+from mobiman.arm_ik import CONTACT_MARGIN, LWA, SR_DAMPING, SR_SIGMA, STALL_RATIO, STALL_STEPS, ArmIK, IkConfig
+
+PKG = Path(__file__).resolve().parents[2]
+URDF = (PKG.parent / "r1_description" / "urdf" / "r1_v2_1_0.urdf").read_text()
+
+
+@pytest.fixture(scope="module", params=["left", "right"])
+def ik(request) -> ArmIK:
+    cfg = IkConfig.from_dict(yaml.safe_load((PKG / "config" / "relaxed_ik.yaml").read_text())["solver"])
+    return ArmIK(URDF, request.param, cfg)
+
+
+def settings(ik: ArmIK) -> np.ndarray:
+    w, cfg = ik.config.weights, ik.config
+    return K.ArmChain.settings(w.position, w.orientation, 1e-3, cfg.position_tolerance, cfg.orientation_tolerance,
+                               STALL_RATIO, SR_SIGMA, SR_DAMPING)
+
+
+def test_forward_kinematics_and_jacobian_match_pinocchio(ik):
+    chain = K.ArmChain.from_model(ik.model, ik._ee)
+    assert chain is not None
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        q = rng.uniform(ik.lower, ik.upper)
+        R, p, J = K.forward(q, chain.chain)
+        pin.computeJointJacobians(ik.model, ik.data, q)
+        oMe = pin.updateFramePlacement(ik.model, ik.data, ik._ee)
+        np.testing.assert_allclose(R, oMe.rotation, atol=1e-12)
+        np.testing.assert_allclose(p, oMe.translation, atol=1e-12)
+        np.testing.assert_allclose(J, pin.getFrameJacobian(ik.model, ik.data, ik._ee, LWA), atol=1e-12)
+
+
+@pytest.mark.parametrize("angle", [0.0, 1e-9, 1e-6, 1e-4, 5e-3, 1e-2, 0.3, 1.5, 3.0, np.pi - 1e-3,
+                                   np.pi - 1e-7, np.pi - 1e-10, np.pi])
+def test_log3_and_its_jacobian_match_pinocchio(angle):
+    rng = np.random.default_rng(int(angle * 1e6) % 1000)
+    for _ in range(20):
+        axis = rng.normal(size=3)
+        R = pin.exp3(axis / np.linalg.norm(axis) * angle)
+        w = K.log3(R)
+        # the rotation vector is exact wherever it is defined (at a half turn ±axis are the same rotation)
+        np.testing.assert_allclose(pin.exp3(w), R, atol=1e-12)
+        assert abs(np.linalg.norm(w) - angle) < 1e-9
+        if angle < np.pi - 1e-3:
+            np.testing.assert_allclose(w, pin.log3(R), atol=1e-9)
+            np.testing.assert_allclose(K.jlog3(w), pin.Jlog3(R), atol=1e-9)
+
+
+def test_the_task_pass_takes_the_python_loops_steps(ik):
+    """Same objective, same steps: the compiled pass ends where ArmIK._lm(soft=False) ends."""
+    chain, s = K.ArmChain.from_model(ik.model, ik._ee), settings(ik)
+    rng = np.random.default_rng(11)
+    task = ik._task_weights
+    far_apart, same_iterations = 0, 0
+    for n in range(300):
+        target = ik.fk(rng.uniform(ik.lower, ik.upper))
+        seed = rng.uniform(ik.lower, ik.upper)
+        stall = STALL_STEPS if n % 2 else None
+        q, pe, re, it, _ = ik._lm(seed.copy(), target, [], 40, soft=False, weights=task, stall=stall)
+        out = K.task_pass(seed, (ik._oMt * target).homogeneous, chain.chain, chain.bounds, s, 40,
+                          -1 if stall is None else stall)
+        far_apart += np.abs(out[:6] - q).max() > 1e-6
+        same_iterations += int(out[8]) == it
+        assert np.all(out[:6] >= ik.lower) and np.all(out[:6] <= ik.upper)
+        # its errors are those of its own answer
+        pose = ik.fk(out[:6])
+        assert abs(out[6] - np.linalg.norm(pose.translation - target.translation)) < 1e-9
+        assert abs(out[7] - np.linalg.norm(pin.log3(target.rotation.T @ pose.rotation))) < 1e-9
+    # LAPACK's Cholesky (Python) and LU (compiled) round differently: a step or two in 300 may land
+    # on the other side of a tolerance, never anywhere else
+    assert far_apart <= 3
+    assert same_iterations >= 290
+
+
+def test_joints_on_a_limit_are_held_there(ik):
+    """A target just past a joint's limit: the pass stops that joint on its limit and moves the others."""
+    chain, s = K.ArmChain.from_model(ik.model, ik._ee), settings(ik)
+    q_goal = (ik.lower + ik.upper) / 2
+    q_goal[2] = ik.upper[2] + 0.15
+    start = q_goal.copy()
+    start[2] = ik.upper[2]
+    start[0] += 0.1
+    out = K.task_pass(start, (ik._oMt * ik.fk(q_goal)).homogeneous, chain.chain, chain.bounds, s, 30, -1)
+    assert out[2] == ik.upper[2]
+    q, *_ = ik._lm(start.copy(), ik.fk(q_goal), [], 30, soft=False, weights=ik._task_weights)
+    np.testing.assert_allclose(out[:6], q, atol=1e-6)
+
+
+def test_a_model_that_is_not_a_revolute_chain_gets_no_kernel(ik):
+    assert K.ArmChain.from_model(ik.full, ik.full.getFrameId("left_gripper_link")) is None
+
+
+def test_without_the_kernel_arm_ik_answers_the_same(ik):
+    """ArmIK falls back to its Python loop where the model has no compiled chain: same answers."""
+    rng = np.random.default_rng(5)
+    targets = [ik.fk(rng.uniform(ik.lower, ik.upper)) for _ in range(40)]
+    compiled = [ik.solve_cold(t) for t in targets]
+    saved = ik._chain
+    try:
+        ik._chain = None
+        python = [ik.solve_cold(t) for t in targets]
+    finally:
+        ik._chain = saved
+    assert sum(a.reached == b.reached for a, b in zip(compiled, python)) >= 39
+    assert sum(np.abs(a.q - b.q).max() < 1e-6 for a, b in zip(compiled, python)) >= 38
