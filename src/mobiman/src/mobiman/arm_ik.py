@@ -33,7 +33,7 @@ from scipy.linalg import lapack
 from scipy.spatial import cKDTree
 
 from mobiman.arm_closed_form import ClosedFormArm
-from mobiman.arm_task_kernel import ArmChain, task_pass
+from mobiman.arm_task_kernel import DONE, ArmChain, stream_pass, task_pass
 from mobiman.capsules import ContactCheck, capsules_from_urdf, segment_distance_py
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -199,6 +199,9 @@ class ArmIK:
         self._chain = ArmChain.from_model(self.model, self._ee)      # the compiled task pass (None: Python's)
         self._kernel_settings: dict[tuple[float, float], np.ndarray] = {}
         self._shoulder, self._wrist_offset, self.reach = self._reach_geometry(np.random.default_rng(seed + 1))
+        self._stream = None if self._chain is None else ArmChain.stream_constants(
+            self._oMt.homogeneous, self._shoulder, self._wrist_offset, self.reach + REACH_SLACK, self.config.max_step,
+            REACHED_POSITION, REACHED_ORIENTATION)
         self._hand = self._hand_capsules()
 
     # -- kinematics ------------------------------------------------------------------------
@@ -657,13 +660,7 @@ class ArmIK:
         w = weights or self.config.weights
         if self._chain is None:
             return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
-        key = (w.position, w.orientation)
-        settings = self._kernel_settings.get(key)
-        if settings is None:
-            cfg = self.config
-            settings = self._kernel_settings[key] = ArmChain.settings(
-                w.position, w.orientation, self._lambda0, cfg.position_tolerance, cfg.orientation_tolerance,
-                STALL_RATIO, SR_SIGMA, SR_DAMPING)
+        settings = self._settings(w)
         try:
             out = task_pass(q, (self._oMt * target).homogeneous, self._chain.chain, self._chain.bounds, settings,
                             iterations, -1 if stall is None else stall)
@@ -676,6 +673,40 @@ class ArmIK:
                 return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
         return q_new, float(out[6]), float(out[7]), int(out[8])
 
+    def _settings(self, w: IkWeights) -> np.ndarray:
+        """The compiled task pass's settings for these weights (cached)."""
+        key = (w.position, w.orientation)
+        settings = self._kernel_settings.get(key)
+        if settings is None:
+            cfg = self.config
+            settings = self._kernel_settings[key] = ArmChain.settings(
+                w.position, w.orientation, self._lambda0, cfg.position_tolerance, cfg.orientation_tolerance,
+                STALL_RATIO, SR_SIGMA, SR_DAMPING)
+        return settings
+
+    def _solve_compiled(self, prev: np.ndarray, target: pin.SE3) -> IkResult | None:
+        """Most streamed solves in one compiled call (`stream_pass`): the target met from the last
+        solution within one step, clear of the body. None: the general path decides (out of reach,
+        a bad target, a step too big, near the body)."""
+        w = self.config.weights
+        q_ref, lower = self._clear if self._clear is not None else (prev, -np.inf)
+        try:
+            out = stream_pass(prev, target.homogeneous, self._chain.chain, self._chain.bounds, self._settings(w),
+                              self._stream, q_ref, self._rho, lower, self.config.max_iterations, STALL_STEPS)
+        except (np.linalg.LinAlgError, ZeroDivisionError):
+            return None
+        if out[9] != DONE:
+            return None
+        q = out[:6].copy()
+        if w.collision > 0 and not out[10] > CONTACT_MARGIN:       # not surely clear: measure (C++)
+            self._clear = (q.copy(), self._contact.min_distance(q))
+            if self._clear[1] < CONTACT_MARGIN:
+                return None
+        h = self._history
+        self._history = [h[-2], h[-1], q]
+        pe, re = float(out[6]), float(out[7])
+        return IkResult(q.copy(), pe, re, True, int(out[8]), False)
+
     def reset(self, q: np.ndarray) -> None:
         """Start the stream's history at q (the measured joints)."""
         q = np.clip(np.asarray(q, float), self.lower, self.upper)
@@ -687,6 +718,10 @@ class ArmIK:
         if not self._history:
             raise RuntimeError("ArmIK.solve: call reset(q) with the measured joints first")
         prev = self._history[-1]
+        if self._stream is not None and self._goal is None and self._far is None:
+            fast = self._solve_compiled(prev, target)
+            if fast is not None:
+                return fast
         if not _finite_pose(target):
             return self._result(prev, target, 0)
         # the task first (warm start: the nearest solution); the RelaxedIK objective decides

@@ -26,20 +26,62 @@ from numba import njit
 
 # settings vector layout (ArmChain.settings)
 S_WP, S_WR, S_LAMBDA0, S_TOL_P, S_TOL_R, S_STALL_RATIO, S_SR_SIGMA, S_SR_DAMPING = range(8)
+# stream vector layout (ArmChain.stream_constants): torso_link4 in the model's root (4x4, row-major),
+# the shoulder (torso_link4), the wrist centre in the hand frame, the reach limit, max_step, and the
+# errors a streamed solve must be within
+ST_ROOT, ST_SHOULDER, ST_WRIST, ST_REACH, ST_MAX_STEP, ST_REACHED_P, ST_REACHED_R = 0, 16, 19, 22, 23, 24, 25
+# stream_pass outcomes: DONE is the whole streamed solve; every other one leaves it to ArmIK.solve
+DONE, NONFINITE_TARGET, BEYOND_REACH, NOT_REACHED, BIG_STEP = range(5)
 NEAR_PI = 1e-6      # [rad] log3 takes the axis from the symmetric part this close to a half turn
 
 
 @njit(cache=True)
-def _rot(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation by `angle` about the unit `axis` (Rodrigues)."""
-    x, y, z = axis[0], axis[1], axis[2]
-    c, s = math.cos(angle), math.sin(angle)
-    t = 1.0 - c
-    r = np.empty((3, 3))
-    r[0, 0], r[0, 1], r[0, 2] = t * x * x + c, t * x * y - s * z, t * x * z + s * y
-    r[1, 0], r[1, 1], r[1, 2] = t * x * y + s * z, t * y * y + c, t * y * z - s * x
-    r[2, 0], r[2, 1], r[2, 2] = t * x * z - s * y, t * y * z + s * x, t * z * z + c
-    return r
+def _forward_into(q: np.ndarray, chain: np.ndarray, R: np.ndarray, p: np.ndarray, J: np.ndarray,
+                  scratch: np.ndarray) -> None:
+    """forward(), written into R (3x3), p (3) and J (6x6); scratch: 15 x 3. Plain loops: at 3x3
+    numba's matmul is a BLAS call each, several times the arithmetic."""
+    T = scratch[0:3]
+    origins = scratch[3:9]
+    axes = scratch[9:15]
+    for i in range(3):
+        p[i] = 0.0
+        for k in range(3):
+            R[i, k] = 1.0 if i == k else 0.0
+    for j in range(6):
+        c = chain[j]
+        for i in range(3):                       # p += R t_j;  T = R M_j
+            r0, r1, r2 = R[i, 0], R[i, 1], R[i, 2]
+            p[i] += r0 * c[9] + r1 * c[10] + r2 * c[11]
+            for k in range(3):
+                T[i, k] = r0 * c[k] + r1 * c[3 + k] + r2 * c[6 + k]
+        x, y, z = c[12], c[13], c[14]
+        for i in range(3):                       # the joint's own rotation leaves its axis where it is
+            axes[j, i] = T[i, 0] * x + T[i, 1] * y + T[i, 2] * z
+            origins[j, i] = p[i]
+        co, si = math.cos(q[j]), math.sin(q[j])  # R = T exp(axis q) (Rodrigues)
+        t = 1.0 - co
+        m00, m01, m02 = t * x * x + co, t * x * y - si * z, t * x * z + si * y
+        m10, m11, m12 = t * x * y + si * z, t * y * y + co, t * y * z - si * x
+        m20, m21, m22 = t * x * z - si * y, t * y * z + si * x, t * z * z + co
+        for i in range(3):
+            t0, t1, t2 = T[i, 0], T[i, 1], T[i, 2]
+            R[i, 0] = t0 * m00 + t1 * m10 + t2 * m20
+            R[i, 1] = t0 * m01 + t1 * m11 + t2 * m21
+            R[i, 2] = t0 * m02 + t1 * m12 + t2 * m22
+    c = chain[6]                                 # the hand frame on joint 6
+    for i in range(3):
+        r0, r1, r2 = R[i, 0], R[i, 1], R[i, 2]
+        p[i] += r0 * c[9] + r1 * c[10] + r2 * c[11]
+        for k in range(3):
+            T[i, k] = r0 * c[k] + r1 * c[3 + k] + r2 * c[6 + k]
+    for i in range(3):
+        for k in range(3):
+            R[i, k] = T[i, k]
+    for j in range(6):
+        wx, wy, wz = axes[j, 0], axes[j, 1], axes[j, 2]
+        dx, dy, dz = p[0] - origins[j, 0], p[1] - origins[j, 1], p[2] - origins[j, 2]
+        J[0, j], J[1, j], J[2, j] = wy * dz - wz * dy, wz * dx - wx * dz, wx * dy - wy * dx
+        J[3, j], J[4, j], J[5, j] = wx, wy, wz
 
 
 @njit(cache=True)
@@ -49,29 +91,9 @@ def forward(q: np.ndarray, chain: np.ndarray):
 
     chain: 7 x 15 rows of (rotation 3x3 row-major, translation, axis): joint j's placement in
     its parent and its unit axis (rows 0-5), then the hand frame's placement in joint 6 (row 6)."""
-    R = np.eye(3)
-    p = np.zeros(3)
-    origins = np.empty((6, 3))
-    axes = np.empty((6, 3))
-    for j in range(6):
-        placement = chain[j, 0:9].reshape(3, 3)
-        p = p + R @ chain[j, 9:12]
-        R = R @ placement
-        axis = chain[j, 12:15]
-        axes[j] = R @ axis                   # the joint's own rotation leaves its axis where it is
-        origins[j] = p
-        R = R @ _rot(axis, q[j])
-    p_hand = p + R @ chain[6, 9:12]
-    R_hand = R @ chain[6, 0:9].reshape(3, 3)
-    J = np.empty((6, 6))
-    for j in range(6):
-        w = axes[j]
-        d = p_hand - origins[j]
-        J[0, j] = w[1] * d[2] - w[2] * d[1]
-        J[1, j] = w[2] * d[0] - w[0] * d[2]
-        J[2, j] = w[0] * d[1] - w[1] * d[0]
-        J[3, j], J[4, j], J[5, j] = w[0], w[1], w[2]
-    return R_hand, p_hand, J
+    R, p, J = np.empty((3, 3)), np.empty(3), np.empty((6, 6))
+    _forward_into(q, chain, R, p, J, np.empty((15, 3)))
+    return R, p, J
 
 
 @njit(cache=True)
@@ -110,24 +132,79 @@ def jlog3(w: np.ndarray) -> np.ndarray:
         k = 1.0 / 12.0 + theta2 * (1.0 / 720.0 + theta2 / 30240.0)
     else:
         k = 1.0 / theta2 - (1.0 + math.cos(theta)) / (2.0 * theta * math.sin(theta))
-    W = np.zeros((3, 3))
-    W[0, 1], W[0, 2], W[1, 2] = -w[2], w[1], -w[0]
-    W[1, 0], W[2, 0], W[2, 1] = w[2], -w[1], w[0]
-    return np.eye(3) + 0.5 * W + k * (W @ W)
+    x, y, z = w[0], w[1], w[2]
+    out = np.empty((3, 3))      # I + W/2 + k W², W = [w]x
+    out[0, 0], out[1, 1], out[2, 2] = 1.0 - k * (y * y + z * z), 1.0 - k * (x * x + z * z), 1.0 - k * (x * x + y * y)
+    out[0, 1], out[1, 0] = -0.5 * z + k * x * y, 0.5 * z + k * x * y
+    out[0, 2], out[2, 0] = 0.5 * y + k * x * z, -0.5 * y + k * x * z
+    out[1, 2], out[2, 1] = -0.5 * x + k * y * z, 0.5 * x + k * y * z
+    return out
 
 
 @njit(cache=True)
-def _residuals(q, goal_rt, goal_p, chain, wp, wr):
-    R, p, J = forward(q, chain)
-    E = goal_rt @ R
+def _cholesky_solve(H: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
+    """x = H⁻¹ b for a symmetric positive definite H (Cholesky); False when H is not."""
+    n = H.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        d = H[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            return False
+        L[j, j] = math.sqrt(d)
+        for i in range(j + 1, n):
+            v = H[i, j]
+            for k in range(j):
+                v -= L[i, k] * L[j, k]
+            L[i, j] = v / L[j, j]
+    for i in range(n):
+        v = b[i]
+        for k in range(i):
+            v -= L[i, k] * x[k]
+        x[i] = v / L[i, i]
+    for i in range(n - 1, -1, -1):
+        v = x[i]
+        for k in range(i + 1, n):
+            v -= L[k, i] * x[k]
+        x[i] = v / L[i, i]
+    return True
+
+
+@njit(cache=True)
+def _spd_solve(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    x = np.empty(b.shape[0])
+    if _cholesky_solve(H, b, x):
+        return x
+    return np.linalg.solve(H, b)
+
+
+@njit(cache=True)
+def _smallest_sv_below(H0: np.ndarray, threshold: float) -> float:
+    """σ_min of A for H0 = AᵀA, or `threshold` when σ_min ≥ threshold: then H0 − threshold²·I is
+    positive definite (one Cholesky; the eigenvalues only near a singularity)."""
+    shifted = H0 - threshold * threshold * np.eye(H0.shape[0])
+    if _cholesky_solve(shifted, np.zeros(H0.shape[0]), np.empty(H0.shape[0])):
+        return threshold
+    return math.sqrt(max(np.linalg.eigvalsh(H0)[0], 0.0))
+
+
+@njit(cache=True)
+def _residuals(q, goal_rt, goal_p, chain, wp, wr, R, p, J, scratch, r):
+    """r (6) and the errors at q; the hand's R, p and J written into the arrays given."""
+    _forward_into(q, chain, R, p, J, scratch)
+    E = np.empty((3, 3))
+    for i in range(3):
+        for k in range(3):
+            E[i, k] = goal_rt[i, 0] * R[0, k] + goal_rt[i, 1] * R[1, k] + goal_rt[i, 2] * R[2, k]
     e_rot = log3(E)
-    r = np.empty(6)
-    dp = p - goal_p
-    r[0:3] = dp * wp
-    r[3:6] = e_rot * wr
-    pe = math.sqrt(dp[0] * dp[0] + dp[1] * dp[1] + dp[2] * dp[2])
-    re = math.sqrt(e_rot[0] * e_rot[0] + e_rot[1] * e_rot[1] + e_rot[2] * e_rot[2])
-    return r, pe, re, e_rot, R, J
+    pe2 = 0.0
+    for i in range(3):
+        d = p[i] - goal_p[i]
+        pe2 += d * d
+        r[i] = d * wp
+        r[3 + i] = e_rot[i] * wr
+    return math.sqrt(pe2), math.sqrt(e_rot[0] * e_rot[0] + e_rot[1] * e_rot[1] + e_rot[2] * e_rot[2]), e_rot
 
 
 @njit(cache=True)
@@ -140,31 +217,58 @@ def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.nd
     wp, wr = settings[S_WP], settings[S_WR]
     tol_p, tol_r = settings[S_TOL_P], settings[S_TOL_R]
     stall_ratio, sr_sigma, sr_damping = settings[S_STALL_RATIO], settings[S_SR_SIGMA], settings[S_SR_DAMPING]
-    goal_rt = np.ascontiguousarray(goal[0:3, 0:3].T)
-    goal_p = goal[0:3, 3].copy()
+    goal_rt = np.empty((3, 3))
+    goal_p = np.empty(3)
+    for i in range(3):
+        goal_p[i] = goal[i, 3]
+        for k in range(3):
+            goal_rt[i, k] = goal[k, i]
     lower, upper, lower_eps, upper_eps = bounds[0], bounds[1], bounds[2], bounds[3]
+    scratch = np.empty((15, 3))
     q = q0.copy()
-    r, pe, re, e_rot, R, J = _residuals(q, goal_rt, goal_p, chain, wp, wr)
+    R, p, J, r = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(6)
+    R2, p2, J2, r2 = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(6)
+    pe, re, e_rot = _residuals(q, goal_rt, goal_p, chain, wp, wr, R, p, J, scratch, r)
     cost = r @ r
     lam = settings[S_LAMBDA0]
     it, crawling = 0, 0
     have_a = False
-    A = np.empty((6, 6))
+    A, H0, H, g, M = np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty(6), np.empty((3, 3))
+    q_new = np.empty(6)
     while it < iterations:
         if pe < tol_p and re < tol_r:
             break
         it += 1
         if not have_a:
-            A[0:3] = J[0:3] * wp
-            A[3:6] = (jlog3(e_rot) @ R.T @ J[3:6]) * wr
+            # d(position)/dq = J_v; d(log3(E))/dq = Jlog3(E) Rᵀ J_w
+            Jl = jlog3(e_rot)
+            for i in range(3):
+                for k in range(3):
+                    M[i, k] = Jl[i, 0] * R[k, 0] + Jl[i, 1] * R[k, 1] + Jl[i, 2] * R[k, 2]
+            for j in range(6):
+                for i in range(3):
+                    A[i, j] = J[i, j] * wp
+                    A[3 + i, j] = (M[i, 0] * J[3, j] + M[i, 1] * J[4, j] + M[i, 2] * J[5, j]) * wr
+            for a in range(6):
+                v = 0.0
+                for k in range(6):
+                    v += A[k, a] * r[k]
+                g[a] = v
+                for b in range(a, 6):
+                    v = 0.0
+                    for k in range(6):
+                        v += A[k, a] * A[k, b]
+                    H0[a, b] = v
+                    H0[b, a] = v
             have_a = True
-        H0 = A.T @ A
-        g = A.T @ r
-        sigma = math.sqrt(max(np.linalg.eigvalsh(H0)[0], 0.0))
+        # singularity-robust floor on the damping (Nakamura & Hanafusa)
+        sigma = _smallest_sv_below(H0, sr_sigma)
         floor = sr_damping * (1.0 - (sigma / sr_sigma) ** 2) if sigma < sr_sigma else 0.0
         damp = max(lam, floor)
-        H = H0 + damp * np.eye(6)
-        dq = np.linalg.solve(H, -g)
+        for a in range(6):
+            for b in range(6):
+                H[a, b] = H0[a, b] + (damp if a == b else 0.0)
+        dq = _spd_solve(H, -g)
         # joints on a bound that the step pushes outward are held there (active set)
         n_held, on_bound = 0, False
         held = np.zeros(6, np.bool_)
@@ -177,14 +281,21 @@ def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.nd
             free = np.nonzero(~held)[0]
             Hf = (H0 + lam * np.eye(6))[free][:, free]
             dq = np.zeros(6)
-            dq[free] = np.linalg.solve(Hf, -g[free])
-        q_new = np.minimum(np.maximum(q + dq, lower), upper)
-        r2, pe2, re2, e2, R2, J2 = _residuals(q_new, goal_rt, goal_p, chain, wp, wr)
+            dq[free] = _spd_solve(Hf, -g[free])
+        for k in range(6):
+            q_new[k] = min(max(q[k] + dq[k], lower[k]), upper[k])
+        pe2, re2, e2 = _residuals(q_new, goal_rt, goal_p, chain, wp, wr, R2, p2, J2, scratch, r2)
         c2 = r2 @ r2
         if c2 < cost:
             small = cost - c2 < 1e-12 * max(cost, 1e-12)
             crawling = crawling + 1 if c2 > stall_ratio * cost else 0
-            q, r, pe, re, e_rot, R, J, cost = q_new, r2, pe2, re2, e2, R2, J2, c2
+            # accept: swap the buffers
+            q, q_new = q_new, q
+            R, R2 = R2, R
+            p, p2 = p2, p
+            J, J2 = J2, J
+            r, r2 = r2, r
+            pe, re, e_rot, cost = pe2, re2, e2, c2
             have_a = False
             lam = max(lam / 5.0, 1e-9)
             if small or (stall >= 0 and crawling >= stall):
@@ -197,6 +308,51 @@ def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.nd
     out = np.empty(9)
     out[0:6] = q
     out[6], out[7], out[8] = pe, re, it
+    return out
+
+
+@njit(cache=True)
+def stream_pass(prev: np.ndarray, target: np.ndarray, chain: np.ndarray, bounds: np.ndarray, settings: np.ndarray,
+                stream: np.ndarray, q_ref: np.ndarray, rho: np.ndarray, clearance: float, iterations: int,
+                stall: int) -> np.ndarray:
+    """The common streamed solve in one call: a finite target within reach, met by the task pass
+    from the last solution within one step. target: 4x4 in torso_link4; q_ref, rho, clearance: the
+    temporal-coherence bound (ArmIK._still_clear). Returns [q (6), position error, orientation
+    error, iterations, outcome, clearance left (the bound at q), wrist-centre distance]."""
+    out = np.full(12, np.nan)
+    for i in range(4):
+        for k in range(4):
+            if not math.isfinite(target[i, k]):
+                out[9] = NONFINITE_TARGET
+                return out
+    d2 = 0.0
+    for i in range(3):
+        d = (target[i, 0] * stream[ST_WRIST] + target[i, 1] * stream[ST_WRIST + 1] + target[i, 2] * stream[ST_WRIST + 2]
+             + target[i, 3] - stream[ST_SHOULDER + i])
+        d2 += d * d
+    out[11] = math.sqrt(d2)
+    if out[11] > stream[ST_REACH]:
+        out[9] = BEYOND_REACH
+        return out
+    goal = np.zeros((4, 4))
+    for i in range(4):
+        for k in range(4):
+            goal[i, k] = (stream[ST_ROOT + 4 * i] * target[0, k] + stream[ST_ROOT + 4 * i + 1] * target[1, k]
+                          + stream[ST_ROOT + 4 * i + 2] * target[2, k] + stream[ST_ROOT + 4 * i + 3] * target[3, k])
+    res = task_pass(prev, goal, chain, bounds, settings, iterations, stall)
+    out[0:9] = res
+    if not (res[6] < stream[ST_REACHED_P] and res[7] < stream[ST_REACHED_R]):
+        out[9] = NOT_REACHED
+        return out
+    big, moved = 0.0, 0.0
+    for k in range(6):
+        big = max(big, abs(res[k] - prev[k]))
+        moved += rho[k] * abs(res[k] - q_ref[k])
+    if not big <= stream[ST_MAX_STEP]:          # (a NaN fails too)
+        out[9] = BIG_STEP
+        return out
+    out[9] = DONE
+    out[10] = clearance - 2.0 * moved
     return out
 
 
@@ -235,6 +391,13 @@ class ArmChain:
         return np.array([position_weight, orientation_weight, lambda0, position_tolerance, orientation_tolerance,
                          stall_ratio, sr_sigma, sr_damping], dtype=float)
 
+    @staticmethod
+    def stream_constants(root: np.ndarray, shoulder: np.ndarray, wrist_in_hand: np.ndarray, reach_limit: float,
+                         max_step: float, reached_position: float, reached_orientation: float) -> np.ndarray:
+        """The stream vector of `stream_pass` (ST_* layout)."""
+        return np.concatenate((np.asarray(root, float).reshape(-1), shoulder, wrist_in_hand,
+                               [reach_limit, max_step, reached_position, reached_orientation]))
+
 
 def compile_all() -> None:
     """Compile (or load from numba's cache) every kernel: the set-up runs this once after a build,
@@ -251,6 +414,9 @@ def compile_all() -> None:
     out = task_pass(np.zeros(6), goal, chain, bounds, ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05),
                     30, 4)
     jlog3(log3(R))
+    stream = ArmChain.stream_constants(np.eye(4), np.zeros(3), np.zeros(3), 10.0, 0.5, 1e-3, 1e-2)
+    stream_pass(np.zeros(6), goal, chain, bounds, ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05),
+                stream, np.zeros(6), np.ones(6), 1.0, 30, 4)
     if not np.all(np.isfinite(out)):
         raise RuntimeError("arm_task_kernel.compile_all: the kernels returned non-finite values")
 

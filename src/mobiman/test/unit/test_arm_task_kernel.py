@@ -112,3 +112,53 @@ def test_without_the_kernel_arm_ik_answers_the_same(ik):
         ik._chain = saved
     assert sum(a.reached == b.reached for a, b in zip(compiled, python)) >= 39
     assert sum(np.abs(a.q - b.q).max() < 1e-6 for a, b in zip(compiled, python)) >= 38
+
+
+def _stream_targets(ik: ArmIK) -> list:
+    """A circle around a posture's hand, then a jump out of reach and back, a NaN and a step too big."""
+    q0 = np.array([0.3, 1.0, -1.4, 0.2, 0.4, 0.1]) * (1 if ik.side == "left" else np.array([-1, 1, 1, -1, 1, -1]))
+    centre = ik.fk(q0)
+    targets = []
+    for k in range(120):
+        a = 2 * np.pi * k / 120
+        targets.append(pin.SE3(centre.rotation, centre.translation + 0.08 * np.array([np.cos(a) - 1, np.sin(a), 0])))
+    far = pin.SE3(centre.rotation, centre.translation + np.array([0.6, 0.0, 0.0]))
+    targets += [far] * 10 + targets[:20]
+    bad = pin.SE3(centre.rotation, centre.translation)
+    bad.translation = np.array([np.nan, 0.0, 0.0])
+    targets += [bad] + targets[20:40] + [ik.fk(q0 + 0.5)] * 5
+    return q0, targets
+
+
+def test_the_compiled_streamed_solve_answers_as_the_general_path(ik):
+    """stream_pass is the common streamed solve in one call; ArmIK without it (the general path,
+    which uses the compiled task pass too) gives the same answers on every tick."""
+    q0, targets = _stream_targets(ik)
+    compiled, general = [], []
+    saved = ik._stream
+    try:
+        for stream, out in ((saved, compiled), (None, general)):
+            ik._stream = stream
+            ik.set_other_arm(np.zeros(6))
+            ik.reset(q0)
+            out += [ik.solve(t) for t in targets]
+    finally:
+        ik._stream = saved
+    for a, b in zip(compiled, general):
+        np.testing.assert_allclose(a.q, b.q, atol=1e-12)
+        assert (a.reached, a.step_limited, a.blocked) == (b.reached, b.step_limited, b.blocked)
+        if np.isfinite(b.position_error):
+            assert abs(a.position_error - b.position_error) < 1e-9
+    assert sum(r.reached for r in compiled) > 60 and any(r.step_limited for r in compiled)
+
+
+def test_the_compiled_streamed_solve_takes_the_common_tick_only(ik):
+    q0, targets = _stream_targets(ik)
+    ik.set_other_arm(np.zeros(6))
+    ik.reset(q0)
+    prev = ik._history[-1]
+    assert ik._solve_compiled(prev, targets[1]) is not None          # a small step: done in one call
+    ik.reset(q0)
+    assert ik._solve_compiled(prev, targets[120]) is None            # out of reach: the general path
+    assert ik._solve_compiled(prev, targets[150]) is None            # NaN: the general path
+    assert ik._solve_compiled(prev, targets[-1]) is None             # more than max_step away
