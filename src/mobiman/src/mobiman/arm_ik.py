@@ -33,7 +33,7 @@ from scipy.linalg import lapack
 from scipy.spatial import cKDTree
 
 from mobiman.arm_closed_form import ClosedFormArm
-from mobiman.arm_task_kernel import DONE, ArmChain, stream_pass, task_pass
+from mobiman.arm_ik_kernel import DONE, ArmChain, lm_pass, stream_pass, task_pass
 from mobiman.capsules import ContactCheck, capsules_from_urdf, segment_distance_py
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -651,7 +651,7 @@ class ArmIK:
 
     def _task(self, q: np.ndarray, target: pin.SE3, iterations: int, weights: IkWeights | None = None,
               stall: int | None = None) -> tuple[np.ndarray, float, float, int]:
-        """The task alone from q (`_lm(soft=False)`), compiled (`mobiman.arm_task_kernel`).
+        """The task alone from q (`_lm(soft=False)`), compiled (`mobiman.arm_ik_kernel`).
 
         With a collision weight, the answer's clearance is measured (temporal coherence first,
         then the capsules in C++); an answer closer than CONTACT_MARGIN is solved again by the
@@ -675,14 +675,38 @@ class ArmIK:
 
     def _settings(self, w: IkWeights) -> np.ndarray:
         """The compiled task pass's settings for these weights (cached)."""
-        key = (w.position, w.orientation)
+        key = (w.position, w.orientation, w.joint_limit, w.singularity)
         settings = self._kernel_settings.get(key)
         if settings is None:
             cfg = self.config
             settings = self._kernel_settings[key] = ArmChain.settings(
                 w.position, w.orientation, self._lambda0, cfg.position_tolerance, cfg.orientation_tolerance,
-                STALL_RATIO, SR_SIGMA, SR_DAMPING)
+                STALL_RATIO, SR_SIGMA, SR_DAMPING, w.joint_limit, cfg.joint_limit_margin, w.singularity,
+                cfg.singularity_threshold, SOFT_PLATEAU)
         return settings
+
+    def _soft(self, q: np.ndarray, target: pin.SE3, iterations: int) -> tuple[np.ndarray, float, float, int]:
+        """The full objective from q against the stream's history (`_lm(soft=True)`), compiled.
+
+        The collision barrier is the Python loop's: an answer within the collision margin (or any
+        answer, where the capsules are weighted but not measured yet) is solved again by it."""
+        w = self.config.weights
+        if self._chain is None:
+            return self._lm(q.copy(), target, self._history, iterations)[:4]
+        smooth = self._smoothness_anchor(self._history, w)
+        scale, centre = smooth if smooth is not None else (0.0, q)
+        try:
+            out = lm_pass(q, (self._oMt * target).homogeneous, self._chain.chain, self._chain.bounds, self._settings(w),
+                          True, centre, scale, iterations, -1)
+        except (np.linalg.LinAlgError, ZeroDivisionError):
+            return self._lm(q.copy(), target, self._history, iterations)[:4]
+        q_new = out[:6]
+        mg = self.config.collision_margin
+        if w.collision > 0 and not self._still_clear(q_new, mg):
+            self._clear = (q_new.copy(), self._contact.min_distance(q_new))
+            if self._clear[1] < mg:
+                return self._lm(q.copy(), target, self._history, iterations)[:4]
+        return q_new, float(out[6]), float(out[7]), int(out[8])
 
     def _solve_compiled(self, prev: np.ndarray, target: pin.SE3) -> IkResult | None:
         """Most streamed solves in one compiled call (`stream_pass`): the target met from the last
@@ -737,7 +761,7 @@ class ArmIK:
         solved = q                     # pe and re are this q's errors (a recovery below replaces q)
         self._far = None
         if not (pe < REACHED_POSITION and re < REACHED_ORIENTATION):
-            q, pe, re, it2, _ = self._lm(prev.copy(), target, self._history, self.config.max_iterations)
+            q, pe, re, it2 = self._soft(prev, target, self.config.max_iterations)
             solved = q
             it += it2
             if pe > FAR_POSITION or re > FAR_ORIENTATION:

@@ -1,4 +1,4 @@
-"""The compiled task pass (mobiman.arm_task_kernel) against pinocchio and ArmIK's Python loop."""
+"""The compiled IK passes (mobiman.arm_ik_kernel) against pinocchio and ArmIK's Python loop."""
 from pathlib import Path
 
 import numpy as np
@@ -6,8 +6,9 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from mobiman import arm_task_kernel as K
-from mobiman.arm_ik import CONTACT_MARGIN, LWA, SR_DAMPING, SR_SIGMA, STALL_RATIO, STALL_STEPS, ArmIK, IkConfig
+from mobiman import arm_ik_kernel as K
+from mobiman.arm_ik import (LWA, SOFT_PLATEAU, SR_DAMPING, SR_SIGMA, STALL_RATIO, STALL_STEPS, ArmIK, IkConfig,
+                            IkWeights)
 
 PKG = Path(__file__).resolve().parents[2]
 URDF = (PKG.parent / "r1_description" / "urdf" / "r1_v2_1_0.urdf").read_text()
@@ -162,3 +163,60 @@ def test_the_compiled_streamed_solve_takes_the_common_tick_only(ik):
     assert ik._solve_compiled(prev, targets[120]) is None            # out of reach: the general path
     assert ik._solve_compiled(prev, targets[150]) is None            # NaN: the general path
     assert ik._solve_compiled(prev, targets[-1]) is None             # more than max_step away
+
+
+def _soft_settings(ik: ArmIK, w) -> np.ndarray:
+    cfg = ik.config
+    return K.ArmChain.settings(w.position, w.orientation, 1e-3, cfg.position_tolerance, cfg.orientation_tolerance,
+                               STALL_RATIO, SR_SIGMA, SR_DAMPING, w.joint_limit, cfg.joint_limit_margin, w.singularity,
+                               cfg.singularity_threshold, SOFT_PLATEAU)
+
+
+def test_the_singularity_barrier_matches_the_python_one(ik):
+    """Value and gradient of the |det J| barrier, at postures near the wrist's and the elbow's singularities."""
+    rng = np.random.default_rng(4)
+    chain = K.ArmChain.from_model(ik.model, ik._ee)
+    thr, weight, active = ik.config.singularity_threshold, 0.5, 0
+    for n in range(400):
+        q = rng.uniform(ik.lower, ik.upper)
+        q[4 if n % 2 else 2] = rng.normal(scale=0.02)          # joint 5 (wrist) or joint 3 (elbow) near straight
+        rows, jac = [], []
+        pin.computeJointJacobians(ik.model, ik.data, q)
+        ik._singularity_rows(q, weight, rows, jac)
+        scratch, row = np.empty((15, 3)), np.zeros(6)
+        K._forward_into(q, chain.chain, np.empty((3, 3)), np.empty(3), np.empty((6, 6)), scratch)
+        value = K._singularity_row(scratch, weight, thr, row)
+        if not rows:
+            assert value == 0.0
+            continue
+        active += 1
+        assert abs(value - rows[0][0]) < 1e-9
+        np.testing.assert_allclose(row, jac[0][0], atol=1e-9 * max(1.0, np.abs(jac[0][0]).max()))
+    assert active > 50
+
+
+def test_the_full_objective_pass_takes_the_python_loops_steps(ik):
+    """Smoothness, joint-limit and singularity terms: lm_pass(soft) ends where ArmIK._lm(soft) ends
+    (without the collision barrier, which stays in Python), on reachable and unreachable targets,
+    from postures near the limits."""
+    w = IkWeights(**{**vars(ik.config.weights), "collision": 0.0})
+    s, chain = _soft_settings(ik, w), K.ArmChain.from_model(ik.model, ik._ee)
+    rng = np.random.default_rng(21)
+    apart, limits_active = 0, 0
+    for n in range(300):
+        q0 = rng.uniform(ik.lower, ik.upper)
+        if n % 3 == 0:                                    # a joint within the barrier's margin of a limit
+            k = rng.integers(6)
+            q0[k] = ik.lower[k] + 0.03 if n % 2 else ik.upper[k] - 0.03
+            limits_active += 1
+        history = [q0 - 0.02 * rng.normal(size=6) for _ in range(2)] + [q0]
+        history = [np.clip(h, ik.lower, ik.upper) for h in history]
+        pose = ik.fk(np.clip(q0 + rng.normal(scale=0.3, size=6), ik.lower, ik.upper))
+        if n % 4 == 0:                                    # out of reach
+            pose = pin.SE3(pose.rotation, pose.translation * 2.0)
+        q, pe, re, it, _ = ik._lm(q0.copy(), pose, history, 30, soft=True, weights=w)
+        scale, centre = ik._smoothness_anchor(history, w)
+        out = K.lm_pass(q0, (ik._oMt * pose).homogeneous, chain.chain, chain.bounds, s, True, centre, scale, 30, -1)
+        apart += np.abs(out[:6] - q).max() > 1e-6
+        assert np.all(out[:6] >= ik.lower) and np.all(out[:6] <= ik.upper)
+    assert apart <= 3 and limits_active == 100

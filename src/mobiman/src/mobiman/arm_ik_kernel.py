@@ -1,19 +1,20 @@
-"""The arm IK's task-only pass, compiled with numba: the streamed solve's hot loop.
+"""The arm IK's Levenberg-Marquardt passes, compiled with numba: a streamed solve's hot loop.
 
-`ArmIK`'s task pass (position and orientation only, box bounds = joint limits) is a damped
-Gauss-Newton loop over a 6-joint chain. In Python each iteration is ~60 small numpy and
-pinocchio calls, and their per-call cost (~1-3 us each) was most of a streamed solve: 5x
-the arithmetic. Here the same loop runs as one compiled function: forward kinematics and the
-hand's Jacobian as a product of the joints' placements and rotations (6 revolute joints in a
-chain), the error as log3 of the rotation, its Jacobian Jlog3, the singularity-robust damping
-floor, the active set on the joint limits and the accept/reject rule, step for step as
-`ArmIK._lm(soft=False)` (the tests compare the two and the kinematics with pinocchio's).
+`ArmIK`'s passes (the task alone, or RelaxedIK's full objective) are a damped Gauss-Newton loop
+over a 6-joint chain. In Python each iteration is ~60 small numpy and pinocchio calls, and their
+per-call cost (~1-3 us each) was most of a solve: 5x the arithmetic. Here the same loop runs as
+one compiled function: forward kinematics and the hand's Jacobian as a product of the joints'
+placements and rotations (6 revolute joints in a chain), the error as log3 of the rotation, its
+Jacobian Jlog3, the smoothness block, the joint-limit and singularity barriers (the latter's
+gradient by Jacobi's formula), the singularity-robust damping floor, the active set on the
+joint limits and the accept/reject rule, step for step as `ArmIK._lm` (the tests compare the
+two, and the kinematics with pinocchio's). `stream_pass` is the common streamed solve whole.
 
-The chain's constants come from the pinocchio model (`ArmChain.from_model`), nothing from
-the URDF by hand; a model that is not a chain of 6 revolute joints gets None and ArmIK keeps
-its Python loop. The collision rows are not here: the caller measures the answer's clearance
-(capsules in C++, `mobiman.capsules.ContactCheck`) and runs the Python loop with the rows
-when it is too close.
+The chain's constants come from the pinocchio model (`ArmChain.from_model`), nothing from the
+URDF by hand; a model that is not a chain of 6 revolute joints gets None and ArmIK keeps its
+Python loop. The collision barrier is not here: the caller measures the answer's clearance
+(capsules in C++, `mobiman.capsules.ContactCheck`, after a temporal-coherence bound) and runs
+the Python loop with the collision rows when it is within the margin.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ import pinocchio as pin
 from numba import njit
 
 # settings vector layout (ArmChain.settings)
-S_WP, S_WR, S_LAMBDA0, S_TOL_P, S_TOL_R, S_STALL_RATIO, S_SR_SIGMA, S_SR_DAMPING = range(8)
+(S_WP, S_WR, S_LAMBDA0, S_TOL_P, S_TOL_R, S_STALL_RATIO, S_SR_SIGMA, S_SR_DAMPING, S_W_JL, S_JL_MARGIN, S_W_SING,
+ S_SING_THR, S_SOFT_PLATEAU) = range(13)
 # stream vector layout (ArmChain.stream_constants): torso_link4 in the model's root (4x4, row-major),
 # the shoulder (torso_link4), the wrist centre in the hand frame, the reach limit, max_step, and the
 # errors a streamed solve must be within
@@ -189,9 +191,63 @@ def _smallest_sv_below(H0: np.ndarray, threshold: float) -> float:
     return math.sqrt(max(np.linalg.eigvalsh(H0)[0], 0.0))
 
 
+MAX_ROWS = 19     # task 6, smoothness 6, joint-limit barrier ≤ 6, singularity barrier 1
+
+
 @njit(cache=True)
-def _residuals(q, goal_rt, goal_p, chain, wp, wr, R, p, J, scratch, r):
-    """r (6) and the errors at q; the hand's R, p and J written into the arrays given."""
+def _adjugate(a: np.ndarray) -> np.ndarray:
+    """adj(A) (A·adj(A) = det(A)·I), also for a singular A: from the SVD (ArmIK's _adjugate)."""
+    u, s, vt = np.linalg.svd(a)
+    n = s.shape[0]
+    prod = np.ones(n)
+    for i in range(n):
+        for k in range(n):
+            if k != i:
+                prod[i] *= s[k]
+    scaled = vt.T.copy()
+    for i in range(n):
+        scaled[:, i] *= prod[i]
+    return np.linalg.det(u) * np.linalg.det(vt) * (scaled @ u.T)
+
+
+@njit(cache=True)
+def _singularity_row(scratch: np.ndarray, weight: float, thr: float, row: np.ndarray) -> float:
+    """The barrier on |det J| of the arm's spatial Jacobian (ArmIK._singularity_rows): its value,
+    its gradient into `row`; 0 (and no row) when |det J| ≥ thr. scratch: _forward_into's, whose
+    origins and axes give the spatial columns (o_j × ω_j, ω_j)."""
+    origins, axes = scratch[3:9], scratch[9:15]
+    Jw = np.empty((6, 6))
+    for j in range(6):
+        o, w = origins[j], axes[j]
+        Jw[0, j], Jw[1, j], Jw[2, j] = o[1] * w[2] - o[2] * w[1], o[2] * w[0] - o[0] * w[2], o[0] * w[1] - o[1] * w[0]
+        Jw[3, j], Jw[4, j], Jw[5, j] = w[0], w[1], w[2]
+    det = np.linalg.det(Jw)
+    if abs(det) >= thr:
+        return 0.0
+    adj = det * np.linalg.inv(Jw) if abs(det) > 1e-9 else _adjugate(Jw)
+    # Jacobi's formula on the twists: ∂det/∂q_k = ω_k · Σ_{j>k} x_j + v_k · Σ_{j>k} y_j with
+    # x_j = v_j × a_v + ω_j × a_ω, y_j = ω_j × a_v (a_j = (a_v, a_ω): row j of adj(J))
+    sx, sy = np.zeros(3), np.zeros(3)
+    sign = 1.0 if det >= 0 else -1.0
+    for k in range(5, -1, -1):
+        v0, v1, v2, w0, w1, w2 = Jw[0, k], Jw[1, k], Jw[2, k], Jw[3, k], Jw[4, k], Jw[5, k]
+        row[k] = -weight / thr * sign * (w0 * sx[0] + w1 * sx[1] + w2 * sx[2] + v0 * sy[0] + v1 * sy[1] + v2 * sy[2])
+        a0, a1, a2, b0, b1, b2 = adj[k, 0], adj[k, 1], adj[k, 2], adj[k, 3], adj[k, 4], adj[k, 5]
+        sx[0] += v1 * a2 - v2 * a1 + w1 * b2 - w2 * b1
+        sx[1] += v2 * a0 - v0 * a2 + w2 * b0 - w0 * b2
+        sx[2] += v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0
+        sy[0] += w1 * a2 - w2 * a1
+        sy[1] += w2 * a0 - w0 * a2
+        sy[2] += w0 * a1 - w1 * a0
+    return weight * (thr - abs(det)) / thr
+
+
+@njit(cache=True)
+def _evaluate(q, goal_rt, goal_p, chain, bounds, settings, soft, centre, smooth_scale, scratch, R, p, J, r, A):
+    """The objective's rows at q: r[:n] and their Jacobian A[:n] (task, then with `soft` the
+    smoothness block, the joint-limit and the singularity barriers). Returns (n, position error,
+    orientation error). R, p, J: the hand's pose and Jacobian, written."""
+    wp, wr = settings[S_WP], settings[S_WR]
     _forward_into(q, chain, R, p, J, scratch)
     E = np.empty((3, 3))
     for i in range(3):
@@ -204,19 +260,60 @@ def _residuals(q, goal_rt, goal_p, chain, wp, wr, R, p, J, scratch, r):
         pe2 += d * d
         r[i] = d * wp
         r[3 + i] = e_rot[i] * wr
-    return math.sqrt(pe2), math.sqrt(e_rot[0] * e_rot[0] + e_rot[1] * e_rot[1] + e_rot[2] * e_rot[2]), e_rot
+    # d(position)/dq = J_v; d(log3(E))/dq = Jlog3(E) Rᵀ J_w
+    Jl = jlog3(e_rot)
+    M = np.empty((3, 3))
+    for i in range(3):
+        for k in range(3):
+            M[i, k] = Jl[i, 0] * R[k, 0] + Jl[i, 1] * R[k, 1] + Jl[i, 2] * R[k, 2]
+    for j in range(6):
+        for i in range(3):
+            A[i, j] = J[i, j] * wp
+            A[3 + i, j] = (M[i, 0] * J[3, j] + M[i, 1] * J[4, j] + M[i, 2] * J[5, j]) * wr
+    n = 6
+    if soft:
+        if smooth_scale > 0.0:
+            for k in range(6):
+                r[n + k] = smooth_scale * (q[k] - centre[k])
+                for j in range(6):
+                    A[n + k, j] = smooth_scale if j == k else 0.0
+            n += 6
+        w_jl, mg = settings[S_W_JL], settings[S_JL_MARGIN]
+        if w_jl > 0.0:
+            for k in range(6):
+                low, high = q[k] - bounds[0, k], bounds[1, k] - q[k]
+                if low < mg or high < mg:
+                    value, slope = 0.0, 0.0
+                    if low < mg:
+                        value += (mg - low) / mg
+                        slope -= 1.0 / mg
+                    if high < mg:
+                        value -= (mg - high) / mg
+                        slope -= 1.0 / mg
+                    r[n] = w_jl * value
+                    for j in range(6):
+                        A[n, j] = w_jl * slope if j == k else 0.0
+                    n += 1
+        w_s = settings[S_W_SING]
+        if w_s > 0.0:
+            value = _singularity_row(scratch, w_s, settings[S_SING_THR], A[n])
+            if value != 0.0:
+                r[n] = value
+                n += 1
+    return n, math.sqrt(pe2), math.sqrt(e_rot[0] * e_rot[0] + e_rot[1] * e_rot[1] + e_rot[2] * e_rot[2])
 
 
 @njit(cache=True)
-def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.ndarray,
-              settings: np.ndarray, iterations: int, stall: int) -> np.ndarray:
-    """Box-constrained Levenberg-Marquardt on the task alone, as ArmIK._lm(soft=False) without
-    collision rows. goal: the target's 4x4 homogeneous matrix in the model's root frame;
-    bounds: rows lower, upper, lower + 1e-12, upper - 1e-12; stall < 0: no stall rule.
-    Returns [q (6), position error, orientation error, iterations]."""
-    wp, wr = settings[S_WP], settings[S_WR]
+def lm_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.ndarray, settings: np.ndarray,
+            soft: bool, centre: np.ndarray, smooth_scale: float, iterations: int, stall: int) -> np.ndarray:
+    """Box-constrained Levenberg-Marquardt, step for step as ArmIK._lm without collision rows:
+    the task alone (soft False) or the full objective (the smoothness block smooth_scale·(q − centre),
+    the joint-limit and singularity barriers). goal: the target's 4x4 homogeneous matrix in the
+    model's root frame; bounds: rows lower, upper, lower + 1e-12, upper - 1e-12; stall < 0: no
+    stall rule. Returns [q (6), position error, orientation error, iterations]."""
     tol_p, tol_r = settings[S_TOL_P], settings[S_TOL_R]
     stall_ratio, sr_sigma, sr_damping = settings[S_STALL_RATIO], settings[S_SR_SIGMA], settings[S_SR_DAMPING]
+    plateau = settings[S_SOFT_PLATEAU] if soft else 1e-12
     goal_rt = np.empty((3, 3))
     goal_p = np.empty(3)
     for i in range(3):
@@ -226,43 +323,46 @@ def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.nd
     lower, upper, lower_eps, upper_eps = bounds[0], bounds[1], bounds[2], bounds[3]
     scratch = np.empty((15, 3))
     q = q0.copy()
-    R, p, J, r = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(6)
-    R2, p2, J2, r2 = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(6)
-    pe, re, e_rot = _residuals(q, goal_rt, goal_p, chain, wp, wr, R, p, J, scratch, r)
-    cost = r @ r
+    R, p, J, r, A = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(MAX_ROWS), np.empty((MAX_ROWS, 6))
+    R2, p2, J2, r2, A2 = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(MAX_ROWS), np.empty((MAX_ROWS, 6))
+    n, pe, re = _evaluate(q, goal_rt, goal_p, chain, bounds, settings, soft, centre, smooth_scale, scratch, R, p, J, r, A)
+    cost = 0.0
+    for k in range(n):
+        cost += r[k] * r[k]
     lam = settings[S_LAMBDA0]
     it, crawling = 0, 0
-    have_a = False
-    A, H0, H, g, M = np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty(6), np.empty((3, 3))
+    fresh = True                 # H0, g and σ_min belong to the current q
+    H0, H, g = np.empty((6, 6)), np.empty((6, 6)), np.empty(6)
+    sigma = 0.0
     q_new = np.empty(6)
     while it < iterations:
         if pe < tol_p and re < tol_r:
             break
         it += 1
-        if not have_a:
-            # d(position)/dq = J_v; d(log3(E))/dq = Jlog3(E) Rᵀ J_w
-            Jl = jlog3(e_rot)
-            for i in range(3):
-                for k in range(3):
-                    M[i, k] = Jl[i, 0] * R[k, 0] + Jl[i, 1] * R[k, 1] + Jl[i, 2] * R[k, 2]
-            for j in range(6):
-                for i in range(3):
-                    A[i, j] = J[i, j] * wp
-                    A[3 + i, j] = (M[i, 0] * J[3, j] + M[i, 1] * J[4, j] + M[i, 2] * J[5, j]) * wr
+        if fresh:
             for a in range(6):
                 v = 0.0
-                for k in range(6):
+                for k in range(n):
                     v += A[k, a] * r[k]
                 g[a] = v
                 for b in range(a, 6):
                     v = 0.0
-                    for k in range(6):
+                    for k in range(n):
                         v += A[k, a] * A[k, b]
                     H0[a, b] = v
                     H0[b, a] = v
-            have_a = True
-        # singularity-robust floor on the damping (Nakamura & Hanafusa)
-        sigma = _smallest_sv_below(H0, sr_sigma)
+            # singularity-robust floor on the damping (Nakamura & Hanafusa), from the task rows' σ_min
+            T0 = H0
+            if n > 6:
+                T0 = np.empty((6, 6))
+                for a in range(6):
+                    for b in range(6):
+                        v = 0.0
+                        for k in range(6):
+                            v += A[k, a] * A[k, b]
+                        T0[a, b] = v
+            sigma = _smallest_sv_below(T0, sr_sigma)
+            fresh = False
         floor = sr_damping * (1.0 - (sigma / sr_sigma) ** 2) if sigma < sr_sigma else 0.0
         damp = max(lam, floor)
         for a in range(6):
@@ -284,19 +384,22 @@ def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.nd
             dq[free] = _spd_solve(Hf, -g[free])
         for k in range(6):
             q_new[k] = min(max(q[k] + dq[k], lower[k]), upper[k])
-        pe2, re2, e2 = _residuals(q_new, goal_rt, goal_p, chain, wp, wr, R2, p2, J2, scratch, r2)
-        c2 = r2 @ r2
+        n2, pe2, re2 = _evaluate(q_new, goal_rt, goal_p, chain, bounds, settings, soft, centre, smooth_scale,
+                                 scratch, R2, p2, J2, r2, A2)
+        c2 = 0.0
+        for k in range(n2):
+            c2 += r2[k] * r2[k]
         if c2 < cost:
-            small = cost - c2 < 1e-12 * max(cost, 1e-12)
+            small = cost - c2 < plateau * max(cost, 1e-12)
             crawling = crawling + 1 if c2 > stall_ratio * cost else 0
-            # accept: swap the buffers
-            q, q_new = q_new, q
+            q, q_new = q_new, q          # accept: swap the buffers
             R, R2 = R2, R
             p, p2 = p2, p
             J, J2 = J2, J
             r, r2 = r2, r
-            pe, re, e_rot, cost = pe2, re2, e2, c2
-            have_a = False
+            A, A2 = A2, A
+            n, pe, re, cost = n2, pe2, re2, c2
+            fresh = True
             lam = max(lam / 5.0, 1e-9)
             if small or (stall >= 0 and crawling >= stall):
                 break
@@ -309,6 +412,13 @@ def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.nd
     out[0:6] = q
     out[6], out[7], out[8] = pe, re, it
     return out
+
+
+@njit(cache=True)
+def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.ndarray,
+              settings: np.ndarray, iterations: int, stall: int) -> np.ndarray:
+    """The task alone (`lm_pass` with soft False): ArmIK._lm(soft=False) without collision rows."""
+    return lm_pass(q0, goal, chain, bounds, settings, False, np.zeros(6), 0.0, iterations, stall)
 
 
 @njit(cache=True)
@@ -386,10 +496,13 @@ class ArmChain:
 
     @staticmethod
     def settings(position_weight: float, orientation_weight: float, lambda0: float, position_tolerance: float,
-                 orientation_tolerance: float, stall_ratio: float, sr_sigma: float, sr_damping: float) -> np.ndarray:
-        """The settings vector of `task_pass` (S_* order)."""
+                 orientation_tolerance: float, stall_ratio: float, sr_sigma: float, sr_damping: float,
+                 joint_limit_weight: float = 0.0, joint_limit_margin: float = 0.1, singularity_weight: float = 0.0,
+                 singularity_threshold: float = 5e-4, soft_plateau: float = 1e-5) -> np.ndarray:
+        """The settings vector of `lm_pass` (S_* order)."""
         return np.array([position_weight, orientation_weight, lambda0, position_tolerance, orientation_tolerance,
-                         stall_ratio, sr_sigma, sr_damping], dtype=float)
+                         stall_ratio, sr_sigma, sr_damping, joint_limit_weight, joint_limit_margin, singularity_weight,
+                         singularity_threshold, soft_plateau], dtype=float)
 
     @staticmethod
     def stream_constants(root: np.ndarray, shoulder: np.ndarray, wrist_in_hand: np.ndarray, reach_limit: float,
@@ -409,14 +522,17 @@ def compile_all() -> None:
         chain[j, 12 + j % 3] = 1.0 if j < 6 else 0.0
     bounds = np.array([[-3.0] * 6, [3.0] * 6, [-3.0 + 1e-12] * 6, [3.0 - 1e-12] * 6])
     R, p, _ = forward(np.full(6, 0.3), chain)
+    soft = ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05, 1.0, 0.1, 0.5, 5e-4)
     goal = np.eye(4)
     goal[:3, :3], goal[:3, 3] = R, p
     out = task_pass(np.zeros(6), goal, chain, bounds, ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05),
                     30, 4)
     jlog3(log3(R))
+    lm_pass(np.zeros(6), goal, chain, bounds, soft, True, np.full(6, 0.1), 0.1, 30, -1)
+    _adjugate(np.eye(6))
     stream = ArmChain.stream_constants(np.eye(4), np.zeros(3), np.zeros(3), 10.0, 0.5, 1e-3, 1e-2)
     stream_pass(np.zeros(6), goal, chain, bounds, ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05),
                 stream, np.zeros(6), np.ones(6), 1.0, 30, 4)
     if not np.all(np.isfinite(out)):
-        raise RuntimeError("arm_task_kernel.compile_all: the kernels returned non-finite values")
+        raise RuntimeError("arm_ik_kernel.compile_all: the kernels returned non-finite values")
 
