@@ -202,6 +202,14 @@ class ArmIK:
         self._stream = None if self._chain is None else ArmChain.stream_constants(
             self._oMt.homogeneous, self._shoulder, self._wrist_offset, self.reach + REACH_SLACK, self.config.max_step,
             REACHED_POSITION, REACHED_ORIENTATION)
+        if self._chain is not None:
+            # numba loads the compiled passes (or compiles them, ~30 s, on a first start after a build
+            # that skipped scripts/setup) on their first call: here, not on the first target
+            mid = (self.lower + self.upper) / 2
+            self.reset(mid)
+            self.solve(self.fk(mid))
+            self._soft(mid, self.fk(mid), 1)
+            self._history, self._clear = [], None
         self._hand = self._hand_capsules()
 
     # -- kinematics ------------------------------------------------------------------------

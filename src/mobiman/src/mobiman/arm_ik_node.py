@@ -51,11 +51,15 @@ class ArmIkNode:
         if not urdf:
             raise SystemExit(f"{self.name}: no robot_description on the parameter server")
         from mobiman.arm_ik import ArmIK, IkConfig      # the solver core (pinocchio)
+        t0 = time.monotonic()
         try:
             ik = ArmIK(urdf, side=side, config=IkConfig.from_dict(p.get("solver") or {}))
         except (KeyError, TypeError, ValueError) as e:
             raise SystemExit(f"{self.name}: the solver config or the URDF does not fit: "
                              f"{e.__class__.__name__}: {e}") from None
+        if time.monotonic() - t0 > 5.0:
+            rospy.logwarn(f"{self.name}: the IK solver took {time.monotonic() - t0:.0f} s to start: numba compiled "
+                          f"its passes (no cache for this build; scripts/setup compiles them once)")
         self.joint_names = list(ik.joint_names)
         self.core = ArmPoseStream(ik, stream_cfg)
         self.speed_limits = [float(v) for v in stream_cfg.speed_limits]
