@@ -196,8 +196,8 @@ class ArmIK:
         self._build_seed_table(np.random.default_rng(seed))
         self._wrist_in_j5 = self._axes_meeting_point()
         self._closed_form = ClosedFormArm.from_model(self.model, self._ee, self._wrist_in_j5)   # cold seeds
-        self._chain = ArmChain.from_model(self.model, self._ee)      # the compiled task pass (None: Python's)
-        self._kernel_settings: dict[tuple[float, float], np.ndarray] = {}
+        self._chain = ArmChain.from_model(self.model, self._ee)      # the compiled passes (None: Python's loop)
+        self._kernel_settings: dict[tuple[float, ...], np.ndarray] = {}
         self._shoulder, self._wrist_offset, self.reach = self._reach_geometry(np.random.default_rng(seed + 1))
         self._stream = None if self._chain is None else ArmChain.stream_constants(
             self._oMt.homogeneous, self._shoulder, self._wrist_offset, self.reach + REACH_SLACK, self.config.max_step,
@@ -675,14 +675,20 @@ class ArmIK:
         except (np.linalg.LinAlgError, ZeroDivisionError):     # a singular system: the Python loop's fallbacks
             return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
         q_new = out[:6]
-        if w.collision > 0 and not self._still_clear(q_new, CONTACT_MARGIN):
-            self._clear = (q_new.copy(), self._contact.min_distance(q_new))
-            if self._clear[1] < CONTACT_MARGIN:
-                return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
+        if w.collision > 0 and self._within(q_new, CONTACT_MARGIN):
+            return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
         return q_new, float(out[6]), float(out[7]), int(out[8])
 
+    def _within(self, q: np.ndarray, margin: float) -> bool:
+        """Some capsule pair is within `margin` at q: the temporal-coherence bound cannot rule it
+        out, and the exact clearance (C++; kept as the bound's new reference) confirms it."""
+        if self._still_clear(q, margin):
+            return False
+        self._clear = (q.copy(), self._contact.min_distance(q))
+        return self._clear[1] < margin
+
     def _settings(self, w: IkWeights) -> np.ndarray:
-        """The compiled task pass's settings for these weights (cached)."""
+        """The compiled passes' settings vector for these weights (cached)."""
         key = (w.position, w.orientation, w.joint_limit, w.singularity)
         settings = self._kernel_settings.get(key)
         if settings is None:
@@ -696,8 +702,8 @@ class ArmIK:
     def _soft(self, q: np.ndarray, target: pin.SE3, iterations: int) -> tuple[np.ndarray, float, float, int]:
         """The full objective from q against the stream's history (`_lm(soft=True)`), compiled.
 
-        The collision barrier is the Python loop's: an answer within the collision margin (or any
-        answer, where the capsules are weighted but not measured yet) is solved again by it."""
+        The collision barrier is the Python loop's: an answer within the collision margin is solved
+        again by it."""
         w = self.config.weights
         if self._chain is None:
             return self._lm(q.copy(), target, self._history, iterations)[:4]
@@ -709,11 +715,8 @@ class ArmIK:
         except (np.linalg.LinAlgError, ZeroDivisionError):
             return self._lm(q.copy(), target, self._history, iterations)[:4]
         q_new = out[:6]
-        mg = self.config.collision_margin
-        if w.collision > 0 and not self._still_clear(q_new, mg):
-            self._clear = (q_new.copy(), self._contact.min_distance(q_new))
-            if self._clear[1] < mg:
-                return self._lm(q.copy(), target, self._history, iterations)[:4]
+        if w.collision > 0 and self._within(q_new, self.config.collision_margin):
+            return self._lm(q.copy(), target, self._history, iterations)[:4]
         return q_new, float(out[6]), float(out[7]), int(out[8])
 
     def _solve_compiled(self, prev: np.ndarray, target: pin.SE3) -> IkResult | None:
