@@ -468,7 +468,7 @@ def stream_pass(prev: np.ndarray, target: np.ndarray, chain: np.ndarray, bounds:
 
 @dataclass(frozen=True)
 class ArmChain:
-    """The arm's constants in the layout `task_pass` takes."""
+    """The arm's constants in the layout the compiled passes take."""
 
     chain: np.ndarray      # 7 x 15
     bounds: np.ndarray     # 4 x 6
