@@ -143,8 +143,14 @@ class ContactCheck:
 
     def set_fixed(self, fixed: list[tuple[np.ndarray, np.ndarray, float]]) -> None:
         """New places of the fixed capsules (the same ones, in the same order: the other arm moved)."""
-        for gid, (a, b, _) in zip(self._fixed, fixed):
-            self.geometry.geometryObjects[gid].placement = segment_pose(a, b)
+        self.set_fixed_poses(range(len(fixed)), [segment_pose(a, b) for a, b, _ in fixed])
+
+    def set_fixed_poses(self, indices, poses: list[pin.SE3]) -> None:
+        """New capsule poses (`segment_pose`'s, in the world frame) of the fixed capsules at these
+        indices (their order in `fixed`): the others stay."""
+        objects = self.geometry.geometryObjects
+        for n, pose in zip(indices, poses):
+            objects[self._fixed[n]].placement = pose
 
     def min_distance(self, q: np.ndarray) -> float:
         """The smallest distance over all pairs at q (negative: they overlap), exact."""

@@ -419,7 +419,9 @@ class OursSolver(Solver):
         self.ik = ArmIK(urdf_xml, side=side, config=cfg)
         self.settings = {"config": config if config is not None else "IkConfig() defaults",
                          "cold": "ArmIK.solve_cold(target) (its own seeds)",
-                         "streamed": "ArmIK.reset(q0), then ArmIK.solve(target) per tick"}
+                         "streamed": "ArmIK.reset(q0), then per tick ArmIK.set_other_arm(its joints, here still) "
+                                     "and ArmIK.solve(target), as the node does"}
+        self._other = np.zeros(6)
 
     def fk(self, q):
         return self.ik.fk(np.asarray(q, dtype=float))
@@ -431,6 +433,7 @@ class OursSolver(Solver):
         self.ik.reset(np.asarray(q, dtype=float))
 
     def solve_stream(self, target):
+        self.ik.set_other_arm(self._other)      # the node places the other arm before every solve
         return np.asarray(self.ik.solve(target).q, dtype=float)
 
 

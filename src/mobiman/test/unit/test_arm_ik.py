@@ -6,7 +6,7 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from mobiman.arm_ik import LWA, ArmIK, IkConfig, IkWeights
+from mobiman.arm_ik import LWA, OTHER_ARM_STILL, ArmIK, IkConfig, IkWeights
 from mobiman.capsules import segment_distance_py
 
 PKG = Path(__file__).resolve().parents[2]
@@ -150,6 +150,40 @@ def test_the_contact_check_agrees_with_the_capsule_distances(left):
                 assert exact == pytest.approx(d, abs=1e-6) if d > 0.0 else exact <= 0.0
                 touching += d <= 0.0
             assert touching > 30
+    finally:
+        left.set_other_arm(np.zeros(6))
+
+
+def test_the_other_arm_is_placed_again_only_when_it_moved(left):
+    """set_other_arm runs before every streamed solve in the node: an arm that moved no joint more
+    than OTHER_ARM_STILL keeps its placement; one that moved is placed where the full model's FK
+    puts it, and the C++ contact check measures against that placement."""
+    full, data = left.full, left.full.createData()
+
+    def expected(q_other):
+        q = pin.neutral(full)
+        for name, v in zip(left._other_names, q_other):
+            q[full.joints[full.getJointId(name)].idx_q] = v
+        pin.framesForwardKinematics(full, data, q)
+        return [(data.oMf[full.getFrameId(c.link)].act(c.a), data.oMf[full.getFrameId(c.link)].act(c.b))
+                for c in left._static_capsules + left._other_capsules]
+
+    try:
+        left.set_other_arm(np.zeros(6))
+        placed = [a.copy() for a, _, _ in left._static]
+        left.set_other_arm(np.full(6, 0.5 * OTHER_ARM_STILL))
+        assert all(np.array_equal(a, b) for a, (b, _, _) in zip(placed, left._static))
+        q_other = np.array([-0.4, 0.9, -1.2, 0.3, 0.2, 0.1])
+        left.set_other_arm(q_other)
+        for (a, b, _), (ea, eb) in zip(left._static, expected(q_other)):
+            np.testing.assert_allclose(a, ea, atol=1e-12)
+            np.testing.assert_allclose(b, eb, atol=1e-12)
+        assert any(not np.allclose(a, b) for a, (b, _, _) in zip(placed, left._static))
+        rng = np.random.default_rng(9)
+        for q in rng.uniform(left.lower, left.upper, size=(300, 6)):
+            d = left.min_distance(q)
+            exact = left._contact.min_distance(q)
+            assert exact == pytest.approx(d, abs=1e-6) if d > 0.0 else exact <= 0.0
     finally:
         left.set_other_arm(np.zeros(6))
 
