@@ -161,13 +161,15 @@ class TorsoSpeedController:
         self._cmd_time: float | None = None
         self._timed_out = True
         self._takeover = False
+        self._tethered = False        # the command is held within resync_error of a lagging torso
         self._pending: tuple[np.ndarray, np.ndarray | None] | None = None
         self._last_target: tuple[np.ndarray, np.ndarray | None] | None = None
         self._last_time: float | None = None
         self._clock_debt = 0.0
         self.events: list[str] = []       # warnings for the caller to log (drained by it)
         self.stats = dict(ticks=0, commands=0, clamped=0, dropped=0, targets=0, workspace_limited=0,
-                          joint_limited=0, speed_capped=0, acceleration_limited=0, damped=0, resyncs=0, timeouts=0, paused=0)
+                          joint_limited=0, speed_capped=0, acceleration_limited=0, damped=0, resyncs=0, tethered=0,
+                          timeouts=0, paused=0)
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -285,7 +287,12 @@ class TorsoSpeedController:
         self.stats["ticks"] += 1
         error = np.abs(q_meas - self._q)
         if np.max(error) > self.cfg.resync_error:
-            self._resync(q_meas, error)
+            if self._lagging(q_meas, error):
+                self._tether(q_meas, error)
+            else:
+                self._resync(q_meas, error)
+        else:
+            self._tethered = False
         if self._mode == "joint" and self._takeover:
             self._take_over()
         if self._mode == "joint":
@@ -301,6 +308,27 @@ class TorsoSpeedController:
         dt = min(now - self._last_time, self.cfg.max_step)
         self._last_time = now
         return dt
+
+    def _lagging(self, q_meas: np.ndarray, error: np.ndarray) -> bool:
+        """Speed control is moving the command and every joint beyond resync_error is behind it
+        (the torso is slow: a busy machine, a stalled driver), not pushed off it nor blocked at rest."""
+        if self._mode != "speed" or not np.any(self._qd):
+            return False
+        far = error > self.cfg.resync_error
+        return bool(np.all((self._q[far] - q_meas[far]) * np.sign(self._qd[far]) > 0.0))
+
+    def _tether(self, q_meas: np.ndarray, error: np.ndarray) -> None:
+        """A torso behind a moving speed command: the command is held within resync_error of it
+        (the spring's pull stays bounded) and goes on from there once the torso catches up. A
+        re-seed would throw away the whole lead and the pitch held so far."""
+        r = self.cfg.resync_error
+        self._q = np.clip(np.clip(self._q, q_meas - r, q_meas + r), self.lower, self.upper)
+        if not self._tethered:
+            worst = int(np.argmax(error))
+            self.stats["tethered"] += 1
+            self.events.append(f"{self.names[worst]} is {error[worst]:.3f} rad behind the moving command "
+                               f"(> {r} rad): the command waits within {r} rad of it")
+            self._tethered = True
 
     def _resync(self, q_meas: np.ndarray, error: np.ndarray) -> None:
         worst = int(np.argmax(error))

@@ -363,3 +363,44 @@ def test_targets_before_feedback_are_dropped_and_repeated_stamps_repeat_the_comm
     cmd = ctrl.step(run.t, ctrl.position)            # the same stamp again (simulated clock): same command
     np.testing.assert_array_equal(cmd.velocity, before)
     assert np.max(np.abs(cmd.velocity)) > 0.1
+
+
+def test_a_torso_lagging_behind_a_moving_command_keeps_its_motion(ctrl: TorsoSpeedController) -> None:
+    """The measured torso falls 0.15 rad behind a rising command (a stalled driver): the command
+    waits 0.1 rad ahead of it instead of being re-seeded, and the motion goes on once it catches up."""
+    run = Run(ctrl, BENT)
+    run.ticks(0.5, (0.0, 0.1))                         # rising, perfect tracking
+    moving = ctrl.velocity.copy()
+    assert np.max(np.abs(moving)) > 0.05
+    pitch0 = ctrl.task_state(ctrl.position)[2]
+    behind = ctrl.position - 0.15 * np.sign(moving) * (np.abs(moving) > 1e-9)
+    lead = None
+    for _ in range(5):                                 # the torso stays put while the command goes on
+        ctrl.set_speed(0.0, 0.1, run.t)
+        run.t += DT
+        cmd = ctrl.step(run.t, behind)
+        lead = cmd.position - behind
+    # tethered: the pull stays bounded (the threshold, plus the one tick's motion integrated after it)
+    assert np.max(np.abs(lead)) <= ctrl.cfg.resync_error + ctrl.cfg.joint_speed_cap * DT
+    assert np.max(np.abs(lead)) > 0.09                 # ... and not thrown away
+    assert ctrl.stats["resyncs"] == 0 and ctrl.stats["tethered"] == 1
+    assert "behind the moving command" in ctrl.events[-1]
+    z0 = ctrl.task_state(ctrl.position)[1]
+    tilt = abs(ctrl.task_state(ctrl.position)[2] - pitch0)
+    run.ticks(0.5, (0.0, 0.1))                         # caught up: the rise goes on
+    assert ctrl.task_state(ctrl.position)[1] - z0 > 0.04
+    run.ticks(3.0, (0.0, 0.0))
+    # the pitch latched before goes on being held: the tilt of the tether decays (a re-seed latched it)
+    assert abs(ctrl.task_state(ctrl.position)[2] - pitch0) < 0.1 * tilt
+    assert ctrl.stats["resyncs"] == 0
+
+
+def test_a_torso_pushed_against_a_moving_command_is_still_re_seeded(ctrl: TorsoSpeedController) -> None:
+    run = Run(ctrl, BENT)
+    run.ticks(0.5, (0.0, 0.1))
+    moving = ctrl.velocity.copy()
+    ahead = ctrl.position + 0.15 * np.sign(moving) * (np.abs(moving) > 1e-9)   # pushed ahead of the command
+    ctrl.set_speed(0.0, 0.1, run.t)
+    cmd = ctrl.step(run.t + DT, ahead)
+    np.testing.assert_allclose(cmd.position, ahead, atol=1e-2)
+    assert ctrl.stats["resyncs"] == 1 and ctrl.stats["tethered"] == 0
