@@ -41,6 +41,7 @@ REQUEST_MIN_CYCLES = 50   # ...and at least this many cycles run for it (a stall
 RESEND_PERIOD = 0.05      # [s] special frames are repeated until confirmed
 POSITION_TOLERANCE = 0.02  # [rad] beyond a limit before POS_EXCEED is reported
 VELOCITY_MARGIN = 1.2     # VEL_EXCEED above this multiple of the velocity limit
+REGISTER_REPLY_WINDOW = 0.5   # [s] after a register write to a motor, its echo may still come (consumed, not feedback)
 JUMP_THRESHOLD = 0.5      # [rad] between two replies is a position jump
 
 
@@ -152,6 +153,9 @@ class MotorGroup:
         self.unanswered = np.zeros(n, dtype=int)    # cycles sent since each motor last answered
         self._jumped = np.zeros(n, dtype=bool)
         self._mode_echo = np.zeros(n, dtype=bool)
+        # until when each motor's register echoes are expected: an echo shares the feedback's id, and
+        # decoded as feedback it reads as a position near -PMAX (a 0x55 echo: -12.4676 rad)
+        self._register_until = np.full(n, -np.inf)
         # control state
         self.mode = "pid" if spec.boot_mode == "pid" else "mit"
         self._target_mode = self.mode
@@ -350,6 +354,8 @@ class MotorGroup:
         if now - req.last_sent < RESEND_PERIOD:
             return [(damiao.REGISTER_ID, damiao.encode_status_request(m.esc_id)) for m in self.motors]
         req.last_sent = now
+        if req.function in (Function.MIT, Function.PID):          # register writes: echoes follow
+            self._register_until[:] = now + REGISTER_REPLY_WINDOW
         return [self._request_frame(req.function, i) for i in range(self.n)]
 
     def _start(self, req: Request) -> None:
@@ -553,11 +559,14 @@ class MotorGroup:
         if i is None:
             return False
         with self._lock:
-            if self._requests and self._requests[0].function in (Function.MIT, Function.PID):
+            if now <= self._register_until[i]:
                 reply = damiao.decode_register_reply(data)
-                if reply is not None and reply.rid == damiao.Register.CTRL_MODE:
-                    want = self.motor_modes(self._target_mode)[i]
-                    self._mode_echo[i] = int(reply.value) == int(want)
+                if reply is not None and reply.esc_id == self.motors[i].esc_id:
+                    # a register echo, also one that comes after its request completed: never feedback
+                    if (reply.rid == damiao.Register.CTRL_MODE and self._requests
+                            and self._requests[0].function in (Function.MIT, Function.PID)):
+                        want = self.motor_modes(self._target_mode)[i]
+                        self._mode_echo[i] = int(reply.value) == int(want)
                     return True
             fb = damiao.decode_feedback(data, self.motors[i].limits)
             r = self.ratio[i]

@@ -128,6 +128,27 @@ def test_mode_change_refused_while_enabled_then_done_disabled() -> None:
         assert c.torque_ratio <= min(1.0, lim.effort / m.limits.tmax) + 1e-4
 
 
+def test_a_register_echo_after_the_mode_change_completed_is_not_feedback() -> None:
+    """A motor answers each CTRL_MODE write with an echo on its feedback id; one that arrives after
+    the mode change completed (a duplicate write's, on a busy bus) read as feedback is a position
+    near -PMAX (a 0x55 echo: -12.4676 rad). Seen on the simulated robot's start-up: the torso and
+    arms' feedback jumped there and back for about a second and torso speed control re-seeded to
+    its joint limits. Echoes within REGISTER_REPLY_WINDOW of a write are consumed."""
+    rig = started_arm()
+    assert rig.run_request(Function.DISABLE).success
+    assert rig.run_request(Function.MIT).success
+    before = rig.group.snapshot()[0].copy()
+    for m in rig.spec.motors:                  # late echoes of the last writes
+        echo = rig.motors[m.esc_id].handle(damiao.REGISTER_ID, damiao.encode_register_write(
+            m.esc_id, damiao.Register.CTRL_MODE, int(ControlMode.MIT)), rig.now)
+        assert echo is not None and echo[2] == 0x55
+        assert rig.group.on_frame(m.mst_id, echo, rig.now + 0.01)
+    np.testing.assert_array_equal(rig.group.snapshot()[0], before)
+    assert rig.run_request(Function.ENABLE).success
+    rig.cycle(5)
+    np.testing.assert_allclose(rig.group.snapshot()[0], ARM_START, atol=5e-3)
+
+
 def test_calibrate_refused_while_enabled_and_zeroes_when_disabled() -> None:
     rig = started_arm()
     assert not rig.group.request(Function.CALIBRATE, rig.now).success
