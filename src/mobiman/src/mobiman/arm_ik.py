@@ -33,7 +33,7 @@ from scipy.linalg import lapack
 from scipy.spatial import cKDTree
 
 from mobiman.arm_closed_form import ClosedFormArm
-from mobiman.arm_ik_kernel import DONE, ArmChain, lm_pass, stream_pass, task_pass
+from mobiman.arm_ik_kernel import DONE, ArmChain, lm_pass, stream_pass
 from mobiman.capsules import ContactCheck, capsules_from_urdf, segment_distance_py, segment_pose
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -184,9 +184,8 @@ class ArmIK:
         self._other_local = [segment_pose(c.a, c.b) for c in self._other_capsules]
         self._q_full0 = pin.neutral(self.full)
         pin.framesForwardKinematics(self.full, self.full_data, self._q_full0)
-        self._body_segs = [(self.full_data.oMf[self.full.getFrameId(c.link)].act(c.a),
-                            self.full_data.oMf[self.full.getFrameId(c.link)].act(c.b), c.radius)
-                           for c in self._static_capsules]
+        body = [(c, self.full_data.oMf[self.full.getFrameId(c.link)]) for c in self._static_capsules]
+        self._body_segs = [(m.act(c.a), m.act(c.b), c.radius) for c, m in body]
         self._other_q: np.ndarray | None = None      # where the other arm was last placed
         self._self_pairs = [(i, k) for i, (ci, _) in enumerate(self._moving) for k, (ck, _) in enumerate(self._moving)
                             if (ci.link.removeprefix(f"{side}_"), ck.link.removeprefix(f"{side}_")) in self.SELF_PAIRS]
@@ -218,10 +217,10 @@ class ArmIK:
             # numba loads the compiled passes (or compiles them, ~30 s, on a first start after a build
             # that skipped scripts/setup) on their first call: here, not on the first target
             mid = (self.lower + self.upper) / 2
-            self.reset(mid)
-            self.solve(self.fk(mid))
-            self._soft(mid, self.fk(mid), 1)
-            self._history, self._clear = [], None
+            goal, settings = (self._oMt * self.fk(mid)).homogeneous, self._settings(self.config.weights)
+            lm_pass(mid, goal, self._chain.chain, self._chain.bounds, settings, True, mid, 0.0, 1, -1)
+            stream_pass(mid, self.fk(mid).homogeneous, self._chain.chain, self._chain.bounds, settings, self._stream,
+                        mid, self._rho, 0.0, 1, -1)
         self._hand = self._hand_capsules()
 
     # -- kinematics ------------------------------------------------------------------------
@@ -681,31 +680,50 @@ class ArmIK:
 
     def _task(self, q: np.ndarray, target: pin.SE3, iterations: int, weights: IkWeights | None = None,
               stall: int | None = None) -> tuple[np.ndarray, float, float, int]:
-        """The task alone from q (`_lm(soft=False)`), compiled (`mobiman.arm_ik_kernel`).
+        """The task alone from q (`_lm(soft=False)`); answers kept CONTACT_MARGIN clear."""
+        return self._pass(q, target, iterations, False, weights, stall)
 
-        With a collision weight, the answer's clearance is measured (temporal coherence first,
-        then the capsules in C++); an answer closer than CONTACT_MARGIN is solved again by the
-        Python loop with the collision rows. Returns (q, position error, orientation error,
-        iterations)."""
+    def _soft(self, q: np.ndarray, target: pin.SE3, iterations: int) -> tuple[np.ndarray, float, float, int]:
+        """The full objective from q against the stream's history (`_lm(soft=True)`)."""
+        return self._pass(q, target, iterations, True)
+
+    def _pass(self, q: np.ndarray, target: pin.SE3, iterations: int, soft: bool, weights: IkWeights | None = None,
+              stall: int | None = None) -> tuple[np.ndarray, float, float, int]:
+        """One Levenberg-Marquardt pass from q, compiled (`mobiman.arm_ik_kernel.lm_pass`).
+
+        The collision barrier is the Python loop's: with a collision weight, an answer within the
+        margin (CONTACT_MARGIN for the task, `collision_margin` for the full objective; temporal
+        coherence first, then the capsules in C++) is solved again by `_lm` with the collision
+        rows, as is everything where the model has no compiled chain or the system is singular.
+        Returns (q, position error, orientation error, iterations)."""
         w = weights or self.config.weights
+        history = self._history if soft else []
+
+        def python() -> tuple[np.ndarray, float, float, int]:
+            return self._lm(q.copy(), target, history, iterations, soft=soft, weights=weights, stall=stall)[:4]
+
         if self._chain is None:
-            return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
-        settings = self._settings(w)
+            return python()
+        smooth = self._smoothness_anchor(history, w) if soft else None
+        scale, centre = smooth if smooth is not None else (0.0, q)
         try:
-            out = task_pass(q, (self._oMt * target).homogeneous, self._chain.chain, self._chain.bounds, settings,
-                            iterations, -1 if stall is None else stall)
+            out = lm_pass(q, (self._oMt * target).homogeneous, self._chain.chain, self._chain.bounds, self._settings(w),
+                          soft, centre, scale, iterations, -1 if stall is None else stall)
         except (np.linalg.LinAlgError, ZeroDivisionError):     # a singular system: the Python loop's fallbacks
-            return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
+            return python()
         q_new = out[:6]
-        if w.collision > 0 and self._within(q_new, CONTACT_MARGIN):
-            return self._lm(q.copy(), target, [], iterations, soft=False, weights=weights, stall=stall)[:4]
+        if w.collision > 0 and self._within(q_new, self.config.collision_margin if soft else CONTACT_MARGIN):
+            return python()
         return q_new, float(out[6]), float(out[7]), int(out[8])
 
     def _within(self, q: np.ndarray, margin: float) -> bool:
         """Some capsule pair is within `margin` at q: the temporal-coherence bound cannot rule it
-        out, and the exact clearance (C++; kept as the bound's new reference) confirms it."""
-        if self._still_clear(q, margin):
-            return False
+        out, and the exact clearance confirms it."""
+        return not self._still_clear(q, margin) and self._measured_within(q, margin)
+
+    def _measured_within(self, q: np.ndarray, margin: float) -> bool:
+        """The exact clearance at q (C++; kept as the temporal-coherence bound's new reference) is
+        below `margin`."""
         self._clear = (q.copy(), self._contact.min_distance(q))
         return self._clear[1] < margin
 
@@ -721,26 +739,6 @@ class ArmIK:
                 cfg.singularity_threshold, SOFT_PLATEAU)
         return settings
 
-    def _soft(self, q: np.ndarray, target: pin.SE3, iterations: int) -> tuple[np.ndarray, float, float, int]:
-        """The full objective from q against the stream's history (`_lm(soft=True)`), compiled.
-
-        The collision barrier is the Python loop's: an answer within the collision margin is solved
-        again by it."""
-        w = self.config.weights
-        if self._chain is None:
-            return self._lm(q.copy(), target, self._history, iterations)[:4]
-        smooth = self._smoothness_anchor(self._history, w)
-        scale, centre = smooth if smooth is not None else (0.0, q)
-        try:
-            out = lm_pass(q, (self._oMt * target).homogeneous, self._chain.chain, self._chain.bounds, self._settings(w),
-                          True, centre, scale, iterations, -1)
-        except (np.linalg.LinAlgError, ZeroDivisionError):
-            return self._lm(q.copy(), target, self._history, iterations)[:4]
-        q_new = out[:6]
-        if w.collision > 0 and self._within(q_new, self.config.collision_margin):
-            return self._lm(q.copy(), target, self._history, iterations)[:4]
-        return q_new, float(out[6]), float(out[7]), int(out[8])
-
     def _solve_compiled(self, prev: np.ndarray, target: pin.SE3) -> IkResult | None:
         """Most streamed solves in one compiled call (`stream_pass`): the target met from the last
         solution within one step, clear of the body. None: the general path decides (out of reach,
@@ -755,10 +753,9 @@ class ArmIK:
         if out[9] != DONE:
             return None
         q = out[:6].copy()
-        if w.collision > 0 and not out[10] > CONTACT_MARGIN:       # not surely clear: measure (C++)
-            self._clear = (q.copy(), self._contact.min_distance(q))
-            if self._clear[1] < CONTACT_MARGIN:
-                return None
+        # the kernel's temporal-coherence bound at q (out[10]); where it cannot rule a contact out, measure
+        if w.collision > 0 and not out[10] > CONTACT_MARGIN and self._measured_within(q, CONTACT_MARGIN):
+            return None
         h = self._history
         self._history = [h[-2], h[-1], q]
         pe, re = float(out[6]), float(out[7])

@@ -415,13 +415,6 @@ def lm_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.ndar
 
 
 @njit(cache=True)
-def task_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.ndarray,
-              settings: np.ndarray, iterations: int, stall: int) -> np.ndarray:
-    """The task alone (`lm_pass` with soft False): ArmIK._lm(soft=False) without collision rows."""
-    return lm_pass(q0, goal, chain, bounds, settings, False, np.zeros(6), 0.0, iterations, stall)
-
-
-@njit(cache=True)
 def stream_pass(prev: np.ndarray, target: np.ndarray, chain: np.ndarray, bounds: np.ndarray, settings: np.ndarray,
                 stream: np.ndarray, q_ref: np.ndarray, rho: np.ndarray, clearance: float, iterations: int,
                 stall: int) -> np.ndarray:
@@ -449,7 +442,7 @@ def stream_pass(prev: np.ndarray, target: np.ndarray, chain: np.ndarray, bounds:
         for k in range(4):
             goal[i, k] = (stream[ST_ROOT + 4 * i] * target[0, k] + stream[ST_ROOT + 4 * i + 1] * target[1, k]
                           + stream[ST_ROOT + 4 * i + 2] * target[2, k] + stream[ST_ROOT + 4 * i + 3] * target[3, k])
-    res = task_pass(prev, goal, chain, bounds, settings, iterations, stall)
+    res = lm_pass(prev, goal, chain, bounds, settings, False, prev, 0.0, iterations, stall)
     out[0:9] = res
     if not (res[6] < stream[ST_REACHED_P] and res[7] < stream[ST_REACHED_R]):
         out[9] = NOT_REACHED
@@ -525,8 +518,8 @@ def compile_all() -> None:
     soft = ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05, 1.0, 0.1, 0.5, 5e-4)
     goal = np.eye(4)
     goal[:3, :3], goal[:3, 3] = R, p
-    out = task_pass(np.zeros(6), goal, chain, bounds, ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05),
-                    30, 4)
+    out = lm_pass(np.zeros(6), goal, chain, bounds, ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05),
+                  False, np.zeros(6), 0.0, 30, 4)
     jlog3(log3(R))
     lm_pass(np.zeros(6), goal, chain, bounds, soft, True, np.full(6, 0.1), 0.1, 30, -1)
     _adjugate(np.eye(6))

@@ -261,7 +261,7 @@ class ArmPoseStream:
         out_of_reach = (not result.reached) and (not result.step_limited) and moved <= self.cfg.settle_step
         self.previous_q = q.copy()
         self.solves += 1
-        self.blocked += bool(getattr(result, "blocked", False))
+        self.blocked += bool(result.blocked)
         self.solve_times.append(dt)
         self.last_result, self.last_target, self.out_of_reach = result, target, out_of_reach
         return Step(q=q, result=result, out_of_reach=out_of_reach, restarted=restarted, solve_time=dt)
@@ -290,7 +290,7 @@ class ArmPoseStream:
             return 1, self.state, values
         if self.is_stale(now_ros, now_wall):
             return 0, "idle (no target stream)", values
-        if getattr(r, "blocked", False):
+        if r is not None and r.blocked:
             return 1, (f"target met only with the arm in its body: holding clear, "
                        f"{r.position_error * 1e3:.1f} mm, {r.orientation_error:.3f} rad from it"), values
         if self.out_of_reach:

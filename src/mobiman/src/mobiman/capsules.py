@@ -116,7 +116,7 @@ class ContactCheck:
     for the pairs that need barrier rows (their closest points and gradients).
 
     `moving`: (capsule, frame id) on the arm's model; `fixed`: (a, b, radius) in the model's
-    world frame (the torso, the head, the other arm), movable by `set_fixed`; `self_pairs`:
+    world frame (the torso, the head, the other arm), movable by `set_fixed_poses`; `self_pairs`:
     index pairs of `moving` that can meet."""
 
     def __init__(self, model, moving: list[tuple[Capsule, int]], fixed: list[tuple[np.ndarray, np.ndarray, float]],
@@ -140,10 +140,6 @@ class ContactCheck:
         self.model = model
         self.model_data = model.createData()          # its own: a check leaves the caller's kinematics alone
         self.data = pin.GeometryData(self.geometry)
-
-    def set_fixed(self, fixed: list[tuple[np.ndarray, np.ndarray, float]]) -> None:
-        """New places of the fixed capsules (the same ones, in the same order: the other arm moved)."""
-        self.set_fixed_poses(range(len(fixed)), [segment_pose(a, b) for a, b, _ in fixed])
 
     def set_fixed_poses(self, indices, poses: list[pin.SE3]) -> None:
         """New capsule poses (`segment_pose`'s, in the world frame) of the fixed capsules at these

@@ -67,8 +67,8 @@ def test_the_task_pass_takes_the_python_loops_steps(ik):
         seed = rng.uniform(ik.lower, ik.upper)
         stall = STALL_STEPS if n % 2 else None
         q, pe, re, it, _ = ik._lm(seed.copy(), target, [], 40, soft=False, weights=task, stall=stall)
-        out = K.task_pass(seed, (ik._oMt * target).homogeneous, chain.chain, chain.bounds, s, 40,
-                          -1 if stall is None else stall)
+        out = K.lm_pass(seed, (ik._oMt * target).homogeneous, chain.chain, chain.bounds, s, False, seed, 0.0, 40,
+                        -1 if stall is None else stall)
         far_apart += np.abs(out[:6] - q).max() > 1e-6
         same_iterations += int(out[8]) == it
         assert np.all(out[:6] >= ik.lower) and np.all(out[:6] <= ik.upper)
@@ -90,7 +90,8 @@ def test_joints_on_a_limit_are_held_there(ik):
     start = q_goal.copy()
     start[2] = ik.upper[2]
     start[0] += 0.1
-    out = K.task_pass(start, (ik._oMt * ik.fk(q_goal)).homogeneous, chain.chain, chain.bounds, s, 30, -1)
+    out = K.lm_pass(start, (ik._oMt * ik.fk(q_goal)).homogeneous, chain.chain, chain.bounds, s, False, start, 0.0,
+                    30, -1)
     assert out[2] == ik.upper[2]
     q, *_ = ik._lm(start.copy(), ik.fk(q_goal), [], 30, soft=False, weights=ik._task_weights)
     np.testing.assert_allclose(out[:6], q, atol=1e-6)
