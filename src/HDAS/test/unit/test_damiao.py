@@ -136,3 +136,17 @@ def test_presets_match_protocol_table() -> None:
     assert MOTOR_PRESETS["DM8009"] == MotorLimits(12.5, 45, 54)
     assert MOTOR_PRESETS["DM10010"] == MotorLimits(12.5, 20, 200)
     assert MOTOR_PRESETS["DM4340"].vmax == 10   # the register value of current firmware, not DM_CAN's 8
+
+
+def test_feedback_codes_are_float_to_uint_bit_for_bit() -> None:
+    """encode_feedback inlines the fixed-point mapping (the simulator's hot path): the same codes."""
+    rng = np.random.default_rng(7)
+    lim = MotorLimits(12.5, 30.0, 10.0)
+    for p, v, t in rng.uniform([-14, -33, -11], [14, 33, 11], size=(5000, 3)):
+        f = damiao.encode_feedback(3, 1, p, v, t, 40.4, 50.6, lim)
+        assert f[1] << 8 | f[2] == damiao.float_to_uint(p, -12.5, 12.5, 16)
+        assert f[3] << 4 | f[4] >> 4 == damiao.float_to_uint(v, -30.0, 30.0, 12)
+        assert (f[4] & 0xF) << 8 | f[5] == damiao.float_to_uint(t, -10.0, 10.0, 12)
+        assert (f[6], f[7]) == (40, 51)
+    with pytest.raises(ValueError):
+        damiao.encode_feedback(3, 1, float("nan"), 0.0, 0.0, 40.0, 40.0, lim)
