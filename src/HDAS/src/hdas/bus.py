@@ -60,10 +60,19 @@ class _LoopNotifier(can.Notifier):
     is read again RETRY_S later instead of at once (a closed socket is always readable)."""
 
     RETRY_S = 1.0
+    # Frames read per wake-up. python-can reads one per wake-up; a cycle's replies arrive as a
+    # burst (7 frames an arm), and each extra pass through the event loop costs a select(2) and
+    # the loop's bookkeeping: reading the burst at once took HDAS from 78 to 74 % of a core on
+    # the simulated robot at stock rates. Bounded, so a flooded bus cannot starve the cycles.
+    MAX_BURST = 32
 
     def _on_message_available(self, bus: can.BusABC) -> None:
         try:
-            super()._on_message_available(bus)
+            for _ in range(self.MAX_BURST):
+                msg = bus.recv(0)
+                if msg is None:
+                    break
+                self._on_message_received(msg)
         except Exception as exc:  # noqa: BLE001 - reported, never raised into the loop
             self._on_error(exc)
             loop, fd = self._loop, bus.fileno()

@@ -99,3 +99,32 @@ def test_frames_reach_the_devices_on_the_loop_and_a_dead_bus_is_reported_not_spu
         assert 1 <= len(down) <= 2, errors    # reported, then read again a second later, not spun on
     finally:
         bus.stop()
+
+
+def test_a_burst_of_frames_is_read_in_one_wake_up_and_the_read_is_bounded():
+    """A cycle's replies arrive together: one wake-up of the loop reads them all (python-can's
+    Notifier reads one per wake-up), but never more than MAX_BURST, so a flood cannot starve the
+    cycles that share the loop."""
+    import asyncio
+    from hdas.bus import _LoopNotifier
+    got = []
+    sb = SocketBus()
+    loop = asyncio.new_event_loop()               # never run: the wake-ups are called by hand
+    notifier = _LoopNotifier(sb, [lambda msg: got.append(msg.arbitration_id)], loop=loop)
+    try:
+        for k in range(7):
+            sb.peer.send(bytes([k]) + bytes(8))
+        notifier._on_message_available(sb)
+        assert got == list(range(7))
+        n = _LoopNotifier.MAX_BURST + 5
+        for k in range(n):
+            sb.peer.send(bytes([k]) + bytes(8))
+        got.clear()
+        notifier._on_message_available(sb)
+        assert got == list(range(_LoopNotifier.MAX_BURST))
+        notifier._on_message_available(sb)
+        assert got == list(range(n))
+    finally:
+        notifier.stop()
+        loop.close()
+        sb.peer.close()
