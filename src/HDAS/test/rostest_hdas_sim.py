@@ -11,6 +11,7 @@ import unittest
 from pathlib import Path
 
 import numpy as np
+import rosgraph
 import rosnode
 import rospy
 import rostest
@@ -146,6 +147,18 @@ class HdasSimTest(unittest.TestCase):
         rc = self.controller.wait()
         self.assertEqual(rc.data.mode, 5)
         self.assertEqual((rc.data.left_x_axis, rc.data.left_y_axis), (0.0, 0.0))
+
+    def test_simulator_keeps_its_own_clock(self):
+        """The simulator publishes /clock without reading it back, and its own stamps follow it."""
+        _, subscribers, _ = rosgraph.Master("/test_hdas_sim").getSystemState()
+        clock_readers = dict(subscribers).get("/clock", [])
+        self.assertIn("/HDAS", clock_readers)
+        self.assertNotIn("/r1_sim", clock_readers)
+        for _ in range(3):   # the simulator's /diagnostics (1 Hz of wall time), stamped with its ROS time
+            sim = self.diagnostics.wait(30, lambda m: any(s.name.startswith("r1_sim") for s in m.status))
+            self.assertGreater(sim.header.stamp.to_sec(), 0.0)
+            self.assertLess(abs(sim.header.stamp.to_sec() - rospy.get_time()), 2.0)
+            time.sleep(1.0)
 
     # -- item 5: services ---------------------------------------------------------------------
     def test_mode_change_refused_while_enabled_then_2_6_1(self):
