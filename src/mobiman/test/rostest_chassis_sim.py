@@ -14,6 +14,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
+import tf2_ros
 from geometry_msgs.msg import Twist
 from hdas_msg.msg import controller_signal, controller_signal_stamped, motor_control
 from nav_msgs.msg import Odometry
@@ -74,6 +75,8 @@ class ChassisSimTest(unittest.TestCase):
         cls.speed = Latest("/motion_control/chassis_speed", Twist)
         cls.controller = Latest("/controller", controller_signal_stamped)
         cls.diag = Diagnostics()
+        cls.tf_buffer = tf2_ros.Buffer()
+        cls.tf_listener = tf2_ros.TransformListener(cls.tf_buffer)
         cls.truth.wait(300)
         cls.feedback.wait(300)
         cls.odom.wait(300)
@@ -255,6 +258,13 @@ class ChassisSimTest(unittest.TestCase):
         self.assertGreater(distance, 4.5)
         for d, err, _ in errors:
             self.assertLessEqual(err, 0.02 * d, f"odometry off by {err:.4f} m after {d:.2f} m")
+        # at rest, /tf's odom -> base_footprint is /odom's pose (what RViz and TF users see)
+        odom = self.odom.wait()
+        tf = self.tf_buffer.lookup_transform("odom", "base_footprint", rospy.Time(0), rospy.Duration(10.0))
+        p, q = odom.pose.pose.position, odom.pose.pose.orientation
+        for a, b in ((tf.transform.translation.x, p.x), (tf.transform.translation.y, p.y),
+                     (tf.transform.rotation.z, q.z), (tf.transform.rotation.w, q.w)):
+            self.assertAlmostEqual(a, b, delta=1e-3)
 
     def test_d_brake_mode_locks_and_releases(self):
         self.wait_stopped()
