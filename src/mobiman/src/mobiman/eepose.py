@@ -11,6 +11,7 @@ ROS-free: the kinematics is `RobotModel.pose` on the full URDF; frame names come
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -68,7 +69,7 @@ def group_positions(joints: Sequence[str], names: Sequence[str], positions: Sequ
             want = f"{n}" if extra == 0 else f"{n} to {n + extra}"
             raise FeedbackError(f"{len(positions)} positions, expected {want}")
         q = np.asarray(positions[:n], dtype=float)
-    if not np.all(np.isfinite(q)):
+    if not all(map(math.isfinite, q.tolist())):
         raise FeedbackError(f"non-finite position in {q.tolist()}")
     return q
 

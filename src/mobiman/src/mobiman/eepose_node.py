@@ -11,13 +11,13 @@ draws the whole robot, and reports on /diagnostics at 1 Hz.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import rospkg
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -118,7 +118,7 @@ class EePoseNode:
         s.gaps.observe(msg.header.seq)
         try:
             q = group_positions(self.joint_groups[s.group], msg.name, msg.position, s.extra)
-            if not (np.all(np.isfinite(msg.position)) and np.all(np.isfinite(msg.velocity))):
+            if not (all(map(math.isfinite, msg.position)) and all(map(math.isfinite, msg.velocity))):
                 raise FeedbackError("non-finite position or velocity")
         except FeedbackError as e:
             s.dropped += 1
@@ -159,7 +159,7 @@ class EePoseNode:
     def _on_chassis(self, msg: JointState) -> None:
         n = len(self.merger.wheel_joints)
         if len(msg.position) < n or len(msg.velocity) < n or not (
-                np.all(np.isfinite(msg.position)) and np.all(np.isfinite(msg.velocity))):
+                all(map(math.isfinite, msg.position)) and all(map(math.isfinite, msg.velocity))):
             self.chassis_dropped += 1
             self.throttle(rospy.logerr, "chassis/bad", f"{NODE}: chassis feedback with {len(msg.position)} "
                           f"positions, {len(msg.velocity)} velocities or non-finite values ignored")
