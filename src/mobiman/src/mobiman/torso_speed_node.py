@@ -11,6 +11,7 @@ output (use r1_jointTrackerdemo_disable_torso.launch).
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from pathlib import Path
@@ -147,12 +148,12 @@ class TorsoSpeedNode:
     def _on_feedback(self, msg: JointState) -> None:
         """One tick: the feedback message drives the controller and the output."""
         t0 = time.perf_counter()
-        q = np.asarray(msg.position, float)
-        if len(q) != 4 or not np.all(np.isfinite(q)):
+        if len(msg.position) != 4 or not math.isfinite(sum(msg.position)):   # (as the tracker checks)
             self.bad_feedback += 1
-            self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback with {len(q)} positions or "
-                          "non-finite values ignored")
+            self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback with {len(msg.position)} "
+                          "positions or non-finite values ignored")
             return
+        q = np.array(msg.position, float)
         now = msg.header.stamp.to_sec() or rospy.get_time()
         with self.lock:
             self.feedback_stamp, self.feedback_wall = rospy.get_time(), time.monotonic()
