@@ -15,6 +15,7 @@ import unittest
 
 import numpy as np
 import pinocchio as pin
+import rosgraph
 import rospkg
 import rospy
 import rostest
@@ -50,6 +51,12 @@ NODES = {"left": "/r1_left_arm_relaxed_ik", "right": "/r1_right_arm_relaxed_ik"}
 SPEED_LIMITS = [1.0, 1.0, 1.0, 1.5, 1.5, 1.5]
 MAX_STEP = 0.2          # config/relaxed_ik.yaml solver.max_step
 TARGET_TIMEOUT = 0.5    # config/relaxed_ik.yaml
+
+
+def tf_listeners() -> list[str]:
+    """The nodes subscribed to /tf, from the master."""
+    _, subscribers, _ = rosgraph.Master("/rostest_arm_ik_sim").getSystemState()
+    return dict(subscribers).get("/tf", [])
 
 
 def pose_msg(position, quat, frame_id=""):
@@ -249,6 +256,9 @@ class ArmIkSimTest(unittest.TestCase):
                             f"gets {best.position_error * 1e3:.1f} mm")
         # the guide's left example is within reach (the right one, z = -0.303, is not: docs/arm_ik.md)
         self.assertTrue(final["left"][1][2], f"left: the reachable example was not reached: {final['left'][1]}")
+        # targets in the base frame only (the guide's usage): neither node listens to /tf
+        for s in ("left", "right"):
+            self.assertNotIn(NODES[s], tf_listeners(), f"{s}: listening to /tf without a target in another frame")
 
     # -- other frames, the guide's table's topic name, bad poses ----------------------------------
     def test_b_frames_alias_and_bad_poses(self):
@@ -270,6 +280,7 @@ class ArmIkSimTest(unittest.TestCase):
             streamer.pub = self.alias_pub[s]
             count = self.out[s].count
             self.assertTrue(self.wait_count(self.out[s], count + 10), "no joint targets for a pose in base_link")
+            self.assertIn(NODES[s], tf_listeners(), "a target in base_link did not start the /tf listener")
             np.testing.assert_allclose(self.out[s].wait().position, cmd, atol=0.01,
                                        err_msg="a pose in base_link gives another solution")
             streamer.msg, streamer.pub = pose_msg(position, quat), self.pose_pub[s]
