@@ -171,7 +171,7 @@ class HdasNode:
         msg = JointState(name=names)
 
         def publish(now: float) -> None:
-            if not group.ready:
+            if not group.ready or pub.get_num_connections() == 0:    # nobody listening: not built
                 return
             p, v, e = group.snapshot()
             msg.header.stamp = rospy.Time.now()
@@ -183,7 +183,7 @@ class HdasNode:
         msg = JointState(name=[group.spec.gripper.joint])
 
         def publish(now: float) -> None:
-            if not group.ready:
+            if not group.ready or pub.get_num_connections() == 0:
                 return
             p, _, _ = group.snapshot()
             msg.header.stamp = rospy.Time.now()
