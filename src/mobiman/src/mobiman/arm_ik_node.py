@@ -70,6 +70,7 @@ class ArmIkNode:
         # its full rate (the chassis odometry at 200 Hz, robot_state_publisher at 50 Hz), and a
         # node that only gets targets in its base frame, as in the guide, need not pay for it
         self.tf_listener: tf2_ros.TransformListener | None = None
+        self.tf_start_lock = threading.Lock()
         self.tf_wait = float(p.get("tf_wait_s", 1.0))
         self.out = QuietPublisher(p.get("joint_target_topic", f"/motion_target/target_joint_state_arm_{side}"),
                                    JointState, queue_size=1, tcp_nodelay=True)
@@ -175,14 +176,16 @@ class ArmIkNode:
 
     def _lookup(self, frame: str, stamp: rospy.Time) -> pin.SE3 | None:
         """base <- frame at the target's stamp, else the latest; None when tf2 has none."""
-        if self.tf_listener is None:
-            self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
-            rospy.loginfo(f"{self.name}: a target in frame '{frame}': listening to /tf from now on (waiting up "
-                          f"to {self.tf_wait:g} s for the first transform)")
-            try:
-                self.tf_buffer.can_transform(self.base_frame, frame, rospy.Time(0), rospy.Duration(self.tf_wait))
-            except tf2_ros.TransformException:
-                pass                                  # a bad frame name: the lookup below says so
+        with self.tf_start_lock:     # both pose topics' threads may bring the first such target
+            if self.tf_listener is None:
+                self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
+                rospy.loginfo(f"{self.name}: a target in frame '{frame}': listening to /tf from now on (waiting "
+                              f"up to {self.tf_wait:g} s for the first transform)")
+                try:
+                    self.tf_buffer.can_transform(self.base_frame, frame, rospy.Time(0),
+                                                 rospy.Duration(self.tf_wait))
+                except tf2_ros.TransformException:
+                    pass                              # a bad frame name: the lookup below says so
         for t in ((stamp,) if stamp.is_zero() else (stamp, rospy.Time(0))):
             try:
                 tf = self.tf_buffer.lookup_transform(self.base_frame, frame, t).transform

@@ -148,7 +148,7 @@ class TorsoSpeedNode:
     def _on_feedback(self, msg: JointState) -> None:
         """One tick: the feedback message drives the controller and the output."""
         t0 = time.perf_counter()
-        if len(msg.position) != 4 or not math.isfinite(sum(msg.position)):   # (as the tracker checks)
+        if len(msg.position) != 4 or not all(map(math.isfinite, msg.position)):   # (as the tracker checks)
             self.bad_feedback += 1
             self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback with {len(msg.position)} "
                           "positions or non-finite values ignored")

@@ -199,14 +199,15 @@ class JointTrackerNode:
         """One tick: the feedback message drives the trajectory and the output."""
         t0 = time.perf_counter()
         n = len(g.tracker.names)
-        # checked on the message's own tuple (a sum is NaN or inf if any entry is): numpy's
-        # isfinite/all on 6 values cost more than the rest of the check and the conversion
-        if len(msg.position[:n]) != n or not math.isfinite(sum(msg.position[:n])):
+        # checked on the message's own tuple: numpy's isfinite/all on 6 values cost more than
+        # the rest of the check and the conversion
+        position = msg.position[:n]
+        if len(position) != n or not all(map(math.isfinite, position)):
             g.bad_feedback += 1
             self.throttle(rospy.logerr, f"{g.name}/feedback", f"r1_jointTracker_demo_node: {g.name} feedback "
                           f"with {len(msg.position)} positions or non-finite values ignored")
             return
-        q = np.array(msg.position[:n], float)
+        q = np.array(position, float)
         with self.model_lock:
             self.posture.set(g.name, q)
         with g.lock:

@@ -174,62 +174,61 @@ class SimRobot:
         """
         self.time += dt
         now = self.time
-        # Python floats, not numpy scalars: every motor's arithmetic and its feedback frame run on
-        # them ~10,000 times a second, and numpy scalar arithmetic is ~4x slower
-        q, v = self.body.positions.tolist(), self.body.velocities.tolist()
         tau = np.zeros(len(self.body_joints))
-        chassis = self.chassis
-        if chassis:
-            steer_q, steer_v = chassis.steer_angles.tolist(), chassis.steer_rates.tolist()
-            wheel_q, wheel_v = chassis.wheel_angles.tolist(), chassis.wheel_speeds.tolist()
         m = 3
         steer_tau, wheel_tau = np.zeros(m), np.zeros(m)
         power = 0.0
-        for s in self.slots:
-            r = s.spec.metres_per_rad
+        for s, (p, w) in zip(self.slots, self._motor_states()):
+            t = s.motor.torque(p, w, now)
+            power += abs(t * w)
             if s.kind == "body":
-                t = s.motor.torque(q[s.index], v[s.index], now)
                 tau[s.index] = t
-                power += abs(t * v[s.index])
             elif s.kind == "gripper":
-                # the linkage moves both fingers: motor angle = mean finger travel / ratio
-                pos = 0.5 * (q[s.index] + q[s.index2]) / r
-                vel = 0.5 * (v[s.index] + v[s.index2]) / r
-                t = s.motor.torque(pos, vel, now)
+                r = s.spec.metres_per_rad
                 tau[s.index] = tau[s.index2] = t / (2 * r)
-                power += abs(t * vel)
             elif s.kind == "steer":
-                t = s.motor.torque(steer_q[s.index], steer_v[s.index], now)
                 steer_tau[s.index] = t
-                power += abs(t * steer_v[s.index])
             else:
-                t = s.motor.torque(wheel_q[s.index], wheel_v[s.index], now)
                 wheel_tau[s.index] = t
-                power += abs(t * wheel_v[s.index])
         brakes = np.zeros(len(self.body_joints), dtype=bool)
         for s in self._braked:
             brakes[s.index] = not s.motor.powered
         self.body.set_brakes(brakes)
         self.body.step(tau, dt)
-        if chassis:
-            chassis.step(steer_tau, wheel_tau, dt)
+        if self.chassis:
+            self.chassis.step(steer_tau, wheel_tau, dt)
         self.battery.step(power / 0.85, dt)
         self._sync_motor_state(now, dt)
 
-    def _sync_motor_state(self, now: float, dt: float = 0.0) -> None:
-        """Tell each motor where its joint is, for its feedback replies and thermal model."""
+    def _motor_states(self) -> list[tuple[float, float]]:
+        """Each slot's motor angle and speed, in the order of `slots`.
+
+        Python floats, not numpy scalars: every motor's arithmetic and its feedback frame run on
+        them ~10,000 times a second, and numpy scalar arithmetic is ~4x slower.
+        """
         q, v = self.body.positions.tolist(), self.body.velocities.tolist()
         chassis = self.chassis
+        if chassis:
+            steer_q, steer_v = chassis.steer_angles.tolist(), chassis.steer_rates.tolist()
+            wheel_q, wheel_v = chassis.wheel_angles.tolist(), chassis.wheel_speeds.tolist()
+        out = []
         for s in self.slots:
-            r = s.spec.metres_per_rad
+            i = s.index
             if s.kind == "body":
-                p, w = q[s.index], v[s.index]
+                out.append((q[i], v[i]))
             elif s.kind == "gripper":
-                p, w = 0.5 * (q[s.index] + q[s.index2]) / r, 0.5 * (v[s.index] + v[s.index2]) / r
+                # the linkage moves both fingers: motor angle = mean finger travel / ratio
+                r = s.spec.metres_per_rad
+                out.append((0.5 * (q[i] + q[s.index2]) / r, 0.5 * (v[i] + v[s.index2]) / r))
             elif s.kind == "steer":
-                p, w = chassis.steer_angles[s.index], chassis.steer_rates[s.index]
+                out.append((steer_q[i], steer_v[i]))
             else:
-                p, w = chassis.wheel_angles[s.index], chassis.wheel_speeds[s.index]
+                out.append((wheel_q[i], wheel_v[i]))
+        return out
+
+    def _sync_motor_state(self, now: float, dt: float = 0.0) -> None:
+        """Tell each motor where its joint is, for its feedback replies and thermal model."""
+        for s, (p, w) in zip(self.slots, self._motor_states()):
             s.motor.set_state(p, w, now, dt)
 
     def imu_reading(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
