@@ -3,9 +3,13 @@
 The simulated robot (`r1_sim` node) listens on one abstract Unix socket per bus;
 the driver opens `can.Bus(interface="r1sim", channel="left_arm")` exactly as it
 opens `socketcan` on the robot, so not one line of the driver differs between
-simulation and hardware. Each packet is one Linux `struct can_frame` /
+simulation and hardware. Frames are Linux `struct can_frame` /
 `struct canfd_frame`, i.e. socketcan's own binary layout, on a SOCK_SEQPACKET
-socket (message boundaries kept, no parsing of text). The server side is
+socket (message boundaries kept, no parsing of text): a packet is one CAN FD
+frame, or one or more classical frames back to back. `send()` writes one frame
+per packet, as socketcan does; `send_batch()` writes a cycle's frames in one
+packet (one system call instead of one per frame, on both ends), and the
+simulator answers a batch with its replies in one packet. The server side is
 `r1_sim.bus_server`; both live on this machine only (abstract socket names,
 no network).
 
@@ -14,6 +18,7 @@ point that the r1_sim package's CMakeLists writes into the devel/install space.
 """
 from __future__ import annotations
 
+import collections
 import os
 import select
 import socket
@@ -36,6 +41,8 @@ CANFD_FDF = 0x04
 CAN_FRAME = struct.Struct("=IBBBB8s")     # can_id, len, flags, res0, res1 (len8_dlc), data[8]
 CANFD_FRAME = struct.Struct("=IBBBB64s")  # can_id, len, flags, res0, res1, data[64]
 FRAME_SIZES = (CAN_FRAME.size, CANFD_FRAME.size)
+MAX_BATCH = 64                             # classical frames per packet (1 KiB)
+MAX_PACKET = max(MAX_BATCH * CAN_FRAME.size, CANFD_FRAME.size)
 
 DEFAULT_NAMESPACE = "default"
 
@@ -83,6 +90,20 @@ def unpack_frame(packet: bytes, timestamp: float, channel: str | None = None) ->
     )
 
 
+def split_packet(packet: bytes) -> list[bytes]:
+    """The frames of a packet: one CAN FD frame, or classical frames back to back.
+
+    Raises ValueError for a packet that is neither (empty, or a length that no run of frames has).
+    """
+    n = len(packet)
+    if n == CANFD_FRAME.size:
+        return [packet]
+    size = CAN_FRAME.size
+    if n == 0 or n % size:
+        raise ValueError(f"a {n}-byte packet is no CAN frame")
+    return [packet[i:i + size] for i in range(0, n, size)]
+
+
 class R1SimBus(BusABC):
     """Client end of a simulated bus: send() and recv() as on socketcan.
 
@@ -112,28 +133,60 @@ class R1SimBus(BusABC):
                 time.sleep(0.05)
         self._sock.setblocking(False)
         self._fd = fd
+        self._pending: collections.deque[bytes] = collections.deque()   # frames of a packet not yet returned
         super().__init__(channel=channel, can_filters=can_filters, **kwargs)
+
+    @property
+    def pending(self) -> int:
+        """Frames already read from the socket (the rest of a batch) that recv() returns next,
+        without the file descriptor being readable for them."""
+        return len(self._pending)
 
     def fileno(self) -> int:
         return self._sock.fileno()
 
     def send(self, msg: Message, timeout: Optional[float] = None) -> None:
+        self._send_packet(pack_frame(msg), timeout)
+
+    def send_batch(self, msgs: list[Message], timeout: Optional[float] = None) -> None:
+        """Send frames in order, the classical ones up to MAX_BATCH to a packet (CAN FD frames
+        one to a packet). All or nothing per packet: a CanOperationError means the frames of the
+        packet that failed and of every later one were not sent."""
+        run: list[bytes] = []
+        for msg in msgs:
+            frame = pack_frame(msg)
+            if len(frame) != CAN_FRAME.size:
+                if run:
+                    self._send_packet(b"".join(run), timeout)
+                    run = []
+                self._send_packet(frame, timeout)
+                continue
+            run.append(frame)
+            if len(run) == MAX_BATCH:
+                self._send_packet(b"".join(run), timeout)
+                run = []
+        if run:
+            self._send_packet(b"".join(run), timeout)
+
+    def _send_packet(self, packet: bytes, timeout: Optional[float]) -> None:
         try:
-            self._sock.send(pack_frame(msg))
+            self._sock.send(packet)
         except BlockingIOError:
             # The simulator is not draining its socket: like a full socketcan TX queue.
             if timeout:
                 _, ready, _ = select.select([], [self._sock], [], timeout)
                 if ready:
-                    self._sock.send(pack_frame(msg))
+                    self._sock.send(packet)
                     return
             raise CanOperationError("transmit buffer full (ENOBUFS-like): simulator not reading") from None
         except OSError as e:
             raise CanOperationError(f"simulated bus '{self.channel}' is down: {e}") from e
 
     def _recv_internal(self, timeout: Optional[float]) -> tuple[Optional[Message], bool]:
+        if self._pending:
+            return unpack_frame(self._pending.popleft(), time.time(), self.channel), False
         try:
-            packet = self._sock.recv(CANFD_FRAME.size)
+            packet = self._sock.recv(MAX_PACKET)
         except BlockingIOError:
             if timeout == 0:
                 return None, False
@@ -141,14 +194,19 @@ class R1SimBus(BusABC):
             if not ready:
                 return None, False
             try:
-                packet = self._sock.recv(CANFD_FRAME.size)
+                packet = self._sock.recv(MAX_PACKET)
             except BlockingIOError:
                 return None, False
         except OSError as e:
             raise CanOperationError(f"simulated bus '{self.channel}' is down: {e}") from e
         if not packet:
             raise CanOperationError(f"simulated bus '{self.channel}': the simulator closed the connection")
-        return unpack_frame(packet, time.time(), self.channel), False
+        try:
+            frames = split_packet(packet)
+        except ValueError as e:
+            raise CanOperationError(f"simulated bus '{self.channel}': {e}") from None
+        self._pending.extend(frames[1:])
+        return unpack_frame(frames[0], time.time(), self.channel), False
 
     def shutdown(self) -> None:
         super().shutdown()
