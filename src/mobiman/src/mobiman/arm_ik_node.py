@@ -34,10 +34,12 @@ SIDES = ("left", "right")
 
 
 class ArmIkNode:
-    def __init__(self) -> None:
-        self.name = rospy.get_name()
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        """`params`, `name`: this node's private parameters and name when it is hosted in another process
+        (`mobiman.controller_host`); by default the process's own node."""
+        self.name = name or rospy.get_name()
         self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~")
+        p: dict[str, Any] = rospy.get_param("~") if params is None else params
         side = str(p.get("side", ""))
         if side not in SIDES:
             raise SystemExit(f"{self.name}: param ~side must be left or right, not {side!r}")

@@ -54,8 +54,10 @@ def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
 
 
 class ChassisControlNode:
-    def __init__(self) -> None:
-        p: dict[str, Any] = rospy.get_param("~")
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        """`params`, `name`: this node's private parameters and name when it is hosted in another process
+        (`mobiman.controller_host`); by default the process's own node."""
+        p: dict[str, Any] = rospy.get_param("~") if params is None else params
         self.throttle = Throttle(period=5.0)
         urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
         if not urdf:

@@ -57,9 +57,11 @@ class Stream:
 
 
 class EePoseNode:
-    def __init__(self) -> None:
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        """`params`, `name`: this node's private parameters and name when it is hosted in another process
+        (`mobiman.controller_host`); by default the process's own node."""
         self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~")
+        p: dict[str, Any] = rospy.get_param("~") if params is None else params
         groups_file = p.get("joint_groups_file") or str(
             Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
         joint_groups, frame_table = load_group_config(groups_file)
@@ -71,6 +73,14 @@ class EePoseNode:
             raise SystemExit(f"{NODE}: the URDF does not fit {groups_file}: {e}") from None
         frames = self.estimator.frames
         self.feedback_timeout = float(p.get("feedback_timeout", 0.5))
+        # all state before the first subscription: a callback can come at once (hosted in a process
+        # that already reads the topic, mobiman.controller_host)
+        self.merger: JointStateMerger | None = None
+        self.merger_lock = threading.Lock()
+        self.chassis_dropped = 0
+        # one tick per /joint_states message; latency = the oldest merged feedback's stamp -> the publish
+        self.joint_states_stats = LoopStats()
+        self.merged_stamps: dict[str, float] = {}   # source -> its latest feedback's stamp (ROS time)
         self.streams: dict[str, Stream] = {}
         spec = (("torso", "torso", 0, "torso_feedback_topic", "/hdas/feedback_torso", "floating_base_pose_topic",
                  "/motion_control/pose_floating_base", frames.base),
@@ -87,12 +97,6 @@ class EePoseNode:
             rospy.loginfo(f"{NODE}: sub topic is : {p.get(in_param, in_default)}, pub topic is : "
                           f"{s.pub.resolved_name} ({self.estimator.frames.ee(name) if extra else frames.floating_base}"
                           f" in {frame_id})")
-        self.merger: JointStateMerger | None = None
-        self.merger_lock = threading.Lock()
-        self.chassis_dropped = 0
-        # one tick per /joint_states message; latency = the oldest merged feedback's stamp -> the publish
-        self.joint_states_stats = LoopStats()
-        self.merged_stamps: dict[str, float] = {}   # source -> its latest feedback's stamp (ROS time)
         if bool(p.get("publish_joint_states", True)):
             self._start_joint_states(p)
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NODE)

@@ -29,9 +29,11 @@ NODE = "r1_control_manager"
 
 
 class RcManagerNode:
-    def __init__(self) -> None:
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        """`params`, `name`: this node's private parameters and name when it is hosted in another process
+        (`mobiman.controller_host`); by default the process's own node."""
         self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~")
+        p: dict[str, Any] = rospy.get_param("~") if params is None else params
         try:
             cfg, notes = RcConfig.from_params(p)
         except (ValueError, KeyError, TypeError) as e:

@@ -39,10 +39,12 @@ ARMS = {"left_arm": "/hdas/feedback_arm_left", "right_arm": "/hdas/feedback_arm_
 
 
 class TorsoSpeedNode:
-    def __init__(self) -> None:
-        self.name = rospy.get_name()
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        """`params`, `name`: this node's private parameters and name when it is hosted in another process
+        (`mobiman.controller_host`); by default the process's own node."""
+        self.name = name or rospy.get_name()
         self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~")
+        p: dict[str, Any] = rospy.get_param("~") if params is None else params
         try:
             cfg = TorsoSpeedConfig.from_params(p)
         except (TypeError, ValueError) as e:
@@ -88,7 +90,7 @@ class TorsoSpeedNode:
 
         self.out = DirectPublisher(p.get("command_topic", "/motion_control/control_torso"), motor_control,
                                    tcp_nodelay=True)
-        self.state_pub = QuietPublisher("~torso_link3", PoseStamped, queue_size=1)
+        self.state_pub = QuietPublisher(f"{self.name}/torso_link3", PoseStamped, queue_size=1)   # ~torso_link3
         rospy.Subscriber(p.get("speed_topic", "/motion_target/target_speed_torso"), Twist, self._on_speed,
                          queue_size=10, tcp_nodelay=True)
         rospy.Subscriber(p.get("target_topic", "/motion_target/target_joint_state_torso"), JointState,

@@ -80,9 +80,11 @@ class Group:
 
 
 class JointTrackerNode:
-    def __init__(self) -> None:
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        """`params`, `name`: this node's private parameters and name when it is hosted in another process
+        (`mobiman.controller_host`); by default the process's own node."""
         self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~")
+        p: dict[str, Any] = rospy.get_param("~") if params is None else params
         self.mode = str(p.get("output_mode", "mit"))
         if self.mode not in ("mit", "pid"):
             raise SystemExit(f"r1_jointTracker_demo_node: output_mode must be mit or pid, not {self.mode!r}")
