@@ -16,7 +16,7 @@ import selectors
 import socket
 from typing import Callable, Iterable
 
-from r1_sim.simbus import (CAN_EFF_FLAG, CAN_EFF_MASK, CAN_FRAME, CANFD_FDF, CANFD_FRAME, MAX_BATCH, MAX_PACKET,
+from r1_sim.simbus import (CAN_EFF_FLAG, CAN_EFF_MASK, CAN_FRAME, CANFD_FDF, CANFD_FRAME, MAX_PACKET, batch_frames,
                            socket_address, split_packet)
 
 # handler(channel, arbitration_id, data) -> replies [(arbitration_id, data), ...]
@@ -136,22 +136,7 @@ class SimBusServer:
 
     def broadcast_many(self, channel: str, frames: Iterable[tuple[int, bytes]]) -> None:
         """Put several frames on a bus in order: classical ones up to MAX_BATCH to a packet."""
-        packets: list[tuple[bytes, int]] = []
-        run: list[bytes] = []
-        for arbitration_id, data in frames:
-            frame = encode(arbitration_id, data)
-            if len(frame) != CAN_FRAME.size:
-                if run:
-                    packets.append((b"".join(run), len(run)))
-                    run = []
-                packets.append((frame, 1))
-                continue
-            run.append(frame)
-            if len(run) == MAX_BATCH:
-                packets.append((b"".join(run), len(run)))
-                run = []
-        if run:
-            packets.append((b"".join(run), len(run)))
+        packets = batch_frames(encode(arbitration_id, data) for arbitration_id, data in frames)
         for client in list(self._clients[channel]):
             for packet, count in packets:
                 self._send(client, channel, packet, count)

@@ -24,7 +24,7 @@ import select
 import socket
 import struct
 import time
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 import can
 from can import BusABC, Message
@@ -104,6 +104,27 @@ def split_packet(packet: bytes) -> list[bytes]:
     return [packet[i:i + size] for i in range(0, n, size)]
 
 
+def batch_frames(frames: Iterable[bytes]) -> list[tuple[bytes, int]]:
+    """Encoded frames as packets, in order: classical frames back to back up to MAX_BATCH a
+    packet, a CAN FD frame alone. Each packet with its number of frames."""
+    packets: list[tuple[bytes, int]] = []
+    run: list[bytes] = []
+    for frame in frames:
+        if len(frame) != CAN_FRAME.size:
+            if run:
+                packets.append((b"".join(run), len(run)))
+                run = []
+            packets.append((frame, 1))
+            continue
+        run.append(frame)
+        if len(run) == MAX_BATCH:
+            packets.append((b"".join(run), len(run)))
+            run = []
+    if run:
+        packets.append((b"".join(run), len(run)))
+    return packets
+
+
 class R1SimBus(BusABC):
     """Client end of a simulated bus: send() and recv() as on socketcan.
 
@@ -152,21 +173,8 @@ class R1SimBus(BusABC):
         """Send frames in order, the classical ones up to MAX_BATCH to a packet (CAN FD frames
         one to a packet). All or nothing per packet: a CanOperationError means the frames of the
         packet that failed and of every later one were not sent."""
-        run: list[bytes] = []
-        for msg in msgs:
-            frame = pack_frame(msg)
-            if len(frame) != CAN_FRAME.size:
-                if run:
-                    self._send_packet(b"".join(run), timeout)
-                    run = []
-                self._send_packet(frame, timeout)
-                continue
-            run.append(frame)
-            if len(run) == MAX_BATCH:
-                self._send_packet(b"".join(run), timeout)
-                run = []
-        if run:
-            self._send_packet(b"".join(run), timeout)
+        for packet, _ in batch_frames(pack_frame(m) for m in msgs):
+            self._send_packet(packet, timeout)
 
     def _send_packet(self, packet: bytes, timeout: Optional[float]) -> None:
         try:
