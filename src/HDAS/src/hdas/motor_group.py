@@ -32,6 +32,7 @@ from hdas import damiao
 from hdas.config import GroupSpec
 from hdas.damiao import ControlMode, Status
 from hdas.errors import STATUS_CONDITION, TABLES, Condition
+from hdas.slew import SlewLimiter
 
 Frame = tuple[int, bytes]
 
@@ -165,6 +166,9 @@ class MotorGroup:
         self._gripper: Command | None = None
         self._gripper_streamed = False   # the gripper's command came from a stream (motor_control): it goes stale
         self._hold: Command | None = None
+        # MIT set-points move toward their targets at most at the URDF velocity limit: a step in a
+        # command (a raw command, a stroke target) becomes a ramp; started from the measured position
+        self._slew = SlewLimiter(limits.velocity)
         self._timed_out = False
         self.sent_stamp: float | None = None     # arrival (driver clock) of the live command last sent
         self._requests: list[Request] = []
@@ -375,6 +379,7 @@ class MotorGroup:
         """Drop the commands and the hold: the group holds where it is until a new command comes."""
         self._command = self._gripper = self._hold = None
         self._gripper_streamed = False
+        self._slew.reset()
 
     def _request_frame(self, function: Function, i: int) -> Frame:
         esc = self.motors[i].esc_id
@@ -518,12 +523,25 @@ class MotorGroup:
             return [(damiao.command_id(m.esc_id, ControlMode.FORCE_POS),
                      damiao.encode_force_pos(p / ri, v / ri, t))
                     for m, p, v, t, ri in zip(self.motors, cmd.p, cmd.v, cmd.t, r)]
+        cmd = replace(cmd, p=self._slewed(cmd, now))
         p, v, t = self._torque_bounded(cmd)
         r2 = r * r
         encode = damiao.encode_mit
         return [(m.esc_id, encode(pi, vi, kpi, kdi, ti, m.limits)) for m, pi, vi, kpi, kdi, ti in
                 zip(self.motors, (p / r).tolist(), (v / r).tolist(), (cmd.kp * r2).tolist(), (cmd.kd * r2).tolist(),
                     (t * r).tolist())]
+
+    def _slewed(self, cmd: Command, now: float) -> np.ndarray:
+        """cmd.p moved toward from the last cycle's set-points at most at the velocity limits, on the
+        robot's clock (the ramp must hold in the time the joints move in: simulated time on the
+        simulated robot). A motor without stiffness (kp = 0) follows its measured position, so a
+        stiff command after it ramps from where the joint is."""
+        here = np.clip(self.position, self.limits.lower, self.limits.upper)
+        robot_now = self._robot_now()
+        if self._slew.position is None:
+            self._slew.reset(here)
+        self._slew.follow(cmd.kp <= 0, here)
+        return self._slew.step(cmd.p, now if robot_now is None else robot_now)
 
     def _torque_bounded(self, cmd: Command) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Move p_des (then v_des, then t_ff) so kp·Δp + kd·Δv + t_ff at the last measured state

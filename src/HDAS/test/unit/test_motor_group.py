@@ -306,13 +306,66 @@ def test_error_bits_follow_the_stock_tables() -> None:
 def test_gripper_stroke_command_in_mm() -> None:
     rig = started_arm()
     rig.group.set_gripper_stroke(60.0, rig.now)           # 60 mm gap: 30 mm per finger
-    rig.cycle()
+    rig.cycle(100)                                        # (ramped: 10 mm at 0.25 m/s take 40 ms)
     m = rig.spec.gripper
     c = damiao.decode_mit(rig.sent[6][1], m.limits)
     assert c.p * m.metres_per_rad == pytest.approx(0.03, abs=1e-4)
     assert c.kp == pytest.approx(5.0, abs=0.2)             # config gains are motor units
     with pytest.raises(CommandError):
         rig.group.set_gripper_stroke(math.nan, rig.now)
+
+
+def sent_positions(rig: Rig, cycles: int) -> np.ndarray:
+    """The MIT p_des sent to each motor over `cycles` cycles, in joint units."""
+    out = []
+    for _ in range(cycles):
+        rig.cycle()
+        out.append([c.p * m.metres_per_rad for c, m in zip(rig.mit_commands(), rig.spec.motors)])
+    return np.array(out)
+
+
+def test_a_stroke_step_becomes_a_ramp_at_the_finger_speed_limit() -> None:
+    """Regression (issue 19): a stroke step 0 -> 100 mm went out as one set-point step and the fingers
+    moved at 0.43 m/s, 1.7x the URDF's 0.25 m/s. The set-point now ramps at the limit."""
+    rig = started_arm()
+    rig.group.set_gripper_stroke(0.0, rig.now)
+    sent_positions(rig, 50)
+    rig.group.set_gripper_stroke(100.0, rig.now)
+    p = sent_positions(rig, 150)[:, 6]
+    speed = np.diff(p) / DT
+    assert p[-1] == pytest.approx(0.05, abs=1e-4)            # there, in the end
+    assert speed.max() <= 0.25 * 1.02                        # (the frame's 16-bit rounding)
+    # a ramp, not a step: 50 mm at 0.25 m/s take 0.2 s, less the bucket's 10 ms at once
+    assert np.argmax(p > 0.0499) * DT == pytest.approx(0.19, abs=0.01)
+
+
+def test_raw_joint_steps_ramp_at_each_joints_velocity_limit() -> None:
+    """A raw motor_control step (any publisher) moves each set-point at most at its URDF velocity:
+    over any stretch of T seconds at most velocity * (T + 10 ms)."""
+    rig = started_arm()
+    here = np.array(ARM_START[:6])
+    target = np.clip(here + [1.0, 1.0, 1.0, 2.0, -2.0, 2.0], rig.group.limits.lower[:6], rig.group.limits.upper[:6])
+    # gains low enough that the torque bound (the joints here do not move) leaves p_des alone
+    rig.group.set_command(target, [0.0] * 6, [3.0] * 6, [0.0] * 6, [0.0] * 6, rig.now)
+    p = sent_positions(rig, 400)[:, :6]
+    velocity = rig.group.limits.velocity[:6]
+    np.testing.assert_allclose(p[-1], target, atol=2e-3)
+    for window in (1, 10, 100):
+        travel = np.abs(p[window:] - p[:-window]).max(axis=0)
+        assert np.all(travel <= velocity * (window * DT + 0.01) * 1.01 + 1e-3), window
+
+
+def test_a_joint_without_stiffness_ramps_from_where_it_is() -> None:
+    """kp = 0 (torque control) makes p_des meaningless: the set-point follows the joint, so a stiff
+    command afterwards starts its ramp at the joint, not at an old set-point."""
+    rig = started_arm()
+    rig.group.set_command([0.5] * 6, [0.0] * 6, [0.0] * 6, [1.0] * 6, [0.0] * 6, rig.now)
+    sent_positions(rig, 20)
+    rig.motor("left_arm_joint1").set_state(-1.0, 0.0, rig.now)     # moved by hand meanwhile
+    rig.cycle(2)
+    rig.group.set_command([-0.9] + ARM_START[1:6], [0.0] * 6, [100.0] * 6, [2.0] * 6, [0.0] * 6, rig.now)
+    first = sent_positions(rig, 1)[0, 0]
+    assert -1.0 < first <= -1.0 + 3.0 * 0.01 + 2e-3        # from the joint, one bucket (10 ms at 3 rad/s)
 
 
 def test_torso_starts_and_reports_on_torso_table() -> None:

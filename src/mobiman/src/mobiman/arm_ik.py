@@ -772,12 +772,12 @@ class ArmIK:
         if not self._history:
             raise RuntimeError("ArmIK.solve: call reset(q) with the measured joints first")
         prev = self._history[-1]
+        if not _finite_pose(target):
+            return self._result(prev, target, 0)
         if self._stream is not None and self._goal is None and self._far is None:
             fast = self._solve_compiled(prev, target)
             if fast is not None:
                 return fast
-        if not _finite_pose(target):
-            return self._result(prev, target, 0)
         # the task first (warm start: the nearest solution); the RelaxedIK objective decides
         # only where the task cannot be met: how to approach an unreachable target
         start = prev if self._goal is None else self._goal
@@ -1012,5 +1012,10 @@ def _adjugate(a: np.ndarray) -> np.ndarray:
     return np.linalg.det(u) * np.linalg.det(vt) * (vt.T * prod) @ u.T
 
 
+MAX_TARGET_COORDINATE = 1e4     # [m] beyond this a pose is no target (and its products overflow)
+
+
 def _finite_pose(pose: pin.SE3) -> bool:
-    return math.isfinite(pose.homogeneous.sum())       # (a NaN or an infinity makes the sum one)
+    """Finite, with a translation within MAX_TARGET_COORDINATE (entry by entry: no sum that overflows)."""
+    m = pose.homogeneous
+    return bool(np.isfinite(m).all() and np.abs(m[:3, 3]).max() <= MAX_TARGET_COORDINATE)

@@ -27,8 +27,9 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
-from mobiman.arm_ik_stream import (READY_PENDING, ArmPoseStream, Dropped, StreamConfig, compose, format_pose,
-                                   is_base_frame, pose_to_se3)
+from hdas.validation import data_time
+from mobiman.arm_ik_stream import (READY_PENDING, TF_MAX_AGE, TF_MAX_AHEAD, ArmPoseStream, Dropped, StreamConfig,
+                                   compose, format_pose, pose_to_se3, target_frame)
 
 SIDES = ("left", "right")
 
@@ -107,11 +108,11 @@ class ArmIkNode:
             ready = None
             if self.core.state == READY_PENDING and self.out.get_num_connections() > 0:
                 ready = self.core.take_ready_command(rospy.get_time())
+            refused = self.core.feedback_error
         if note:
             rospy.loginfo(f"{self.name}: {note}")
-        if len(msg.position) < 6 or not np.all(np.isfinite(msg.position[:6])):
-            self.throttle(rospy.logerr, "feedback", f"{self.name}: feedback with {len(msg.position)} positions "
-                          "or non-finite values ignored")
+        if refused:
+            self.throttle(rospy.logerr, "feedback", f"{self.name}: feedback ignored: {refused}")
         if ready is not None:
             self._publish_joints(ready)
             rospy.loginfo(f"{self.name}: ready pose {np.round(ready, 3).tolist()} sent to the joint tracker; "
@@ -124,12 +125,11 @@ class ArmIkNode:
     def _on_pose(self, msg: PoseStamped) -> None:
         arrival = rospy.get_time()
         try:
-            target = self._target_in_base(msg)
+            target, since = self._target_in_base(msg, arrival)
             with self.lock:
                 step = self.core.on_target(target, rospy.get_time(), time.monotonic())
                 sent = self._publish_step(step)
             if sent is not None:
-                since = arrival if msg.header.stamp.is_zero() else msg.header.stamp.to_sec()
                 self.stats.tick(sent, step.solve_time, sent - since)
         except Dropped as e:
             self.throttle(rospy.logwarn, e.key, f"{self.name}: {e.text}")
@@ -155,29 +155,36 @@ class ArmIkNode:
                                                      1.0 if r.reached else 0.0]))
         return sent
 
-    def _target_in_base(self, msg: PoseStamped) -> pin.SE3:
-        """The target in the base frame: empty frame_id = base frame, others through tf2."""
+    def _target_in_base(self, msg: PoseStamped, now: float) -> tuple[pin.SE3, float]:
+        """The target in the base frame (empty frame_id = base frame, others through tf2) and the
+        time it stands for (its stamp, or its arrival when unstamped or stamped off the clock).
+        Everything is checked in the core (arm_ik_stream) before tf2 or pinocchio sees it."""
         o, q = msg.pose.position, msg.pose.orientation
+        stamp = msg.header.stamp.to_sec()
         with self.lock:
             try:
                 pose, norm = pose_to_se3((o.x, o.y, o.z), (q.x, q.y, q.z, q.w))
+                frame, lookup_time, note = target_frame(msg.header.frame_id, stamp, now, self.base_frame)
             except Dropped as e:
                 raise self.core.drop(e.key, e.text) from None
+        since, stamp_note = data_time(stamp, now, TF_MAX_AGE, TF_MAX_AHEAD)
         if abs(norm - 1.0) > 0.01:
             self.normalized += 1
             self.throttle(rospy.logwarn, "norm", f"{self.name}: quaternion of norm {norm:.4f} normalized")
-        frame = msg.header.frame_id
-        if is_base_frame(frame, self.base_frame):
-            return pose
-        base_from_frame = self._lookup(frame.lstrip("/"), msg.header.stamp)
+        if stamp_note:
+            self.throttle(rospy.logwarn, "stamp", f"{self.name}: target {note or stamp_note}")
+        if frame is None:
+            return pose, since
+        base_from_frame = self._lookup(frame, lookup_time)
         if base_from_frame is None:
             with self.lock:
                 raise self.core.drop("tf", f"target in frame '{frame}' dropped: no transform {self.base_frame} <- "
                                            f"{frame} (send it in {self.base_frame} or with an empty frame_id)")
-        return compose(base_from_frame, pose)
+        return compose(base_from_frame, pose), since
 
-    def _lookup(self, frame: str, stamp: rospy.Time) -> pin.SE3 | None:
-        """base <- frame at the target's stamp, else the latest; None when tf2 has none."""
+    def _lookup(self, frame: str, stamp: float) -> pin.SE3 | None:
+        """base <- frame at `stamp` (checked by arm_ik_stream.target_frame; 0: the latest), else the
+        latest; None when tf2 has none (or what it has is not a pose)."""
         with self.tf_start_lock:     # both pose topics' threads may bring the first such target
             if self.tf_listener is None:
                 self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
@@ -188,14 +195,16 @@ class ArmIkNode:
                                                  rospy.Duration(self.tf_wait))
                 except tf2_ros.TransformException:
                     pass                              # a bad frame name: the lookup below says so
-        for t in ((stamp,) if stamp.is_zero() else (stamp, rospy.Time(0))):
+        for t in ((0.0,) if stamp == 0.0 else (stamp, 0.0)):
             try:
-                tf = self.tf_buffer.lookup_transform(self.base_frame, frame, t).transform
-            except (tf2_ros.LookupException, tf2_ros.ConnectivityException, tf2_ros.ExtrapolationException,
-                    tf2_ros.InvalidArgumentException):
+                tf = self.tf_buffer.lookup_transform(self.base_frame, frame, rospy.Time.from_sec(t)).transform
+            except tf2_ros.TransformException:
                 continue
-            pose, _ = pose_to_se3((tf.translation.x, tf.translation.y, tf.translation.z),
-                                  (tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w))
+            try:
+                pose, _ = pose_to_se3((tf.translation.x, tf.translation.y, tf.translation.z),
+                                      (tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w))
+            except Dropped:
+                return None       # a transform someone published with NaNs or a non-rotation
             return pose
         return None
 

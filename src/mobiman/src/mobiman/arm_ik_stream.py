@@ -25,6 +25,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
+from hdas.validation import (FEEDBACK_MARGIN, InputError, data_time, finite_vector, plausible_positions, show,
+                             unit_quaternion)
+from hdas.validation import frame_id as valid_frame_id
+
 N_JOINTS = 6
 DEFAULT_SPEED_LIMITS = (1.0, 1.0, 1.0, 1.5, 1.5, 1.5)    # [rad/s] the guide's example speeds
 
@@ -39,24 +43,27 @@ class Dropped(Exception):
 
 
 # -- poses ---------------------------------------------------------------------------------
+MAX_COORDINATE = 1e4          # [m] a pose coordinate beyond this is no target in any frame (and would overflow)
+MAX_TARGET_DISTANCE = 10.0    # [m] from the base frame's origin: beyond it no arm target (reach < 1 m)
+TF_MAX_AGE = 10.0             # [s] a target older than this is looked up at the latest transform (tf2's cache)
+TF_MAX_AHEAD = 0.5            # [s] likewise one stamped ahead of the clock by more
+
+
 def pose_to_se3(position: Sequence[float], orientation_xyzw: Sequence[float]) -> tuple[pin.SE3, float]:
     """A pose from position (x, y, z) and quaternion (x, y, z, w); the quaternion is normalized.
 
-    Returns the pose and the quaternion's norm before normalizing (for a warning when it is far
-    from 1). Raises Dropped on non-finite values or a zero quaternion.
+    Returns the pose and the quaternion's norm before normalizing (for a warning when it is not 1).
+    Raises Dropped on non-finite values, a coordinate beyond MAX_COORDINATE, or a quaternion that is
+    not a rotation (zero, or its norm more than 0.1 from 1): every check before pinocchio sees it.
     """
-    p = np.asarray(position, dtype=float)
-    quat = np.asarray(orientation_xyzw, dtype=float)
-    if p.shape != (3,) or quat.shape != (4,):
-        raise Dropped("shape", f"pose needs 3 position and 4 quaternion values, got {p.size} and {quat.size}")
-    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(quat))):
-        raise Dropped("nonfinite", f"pose with non-finite values dropped: position {p.tolist()}, "
-                                   f"orientation {quat.tolist()}")
-    norm = float(np.linalg.norm(quat))
-    if norm < 1e-6:
-        raise Dropped("zero_quaternion", f"pose with a zero quaternion {quat.tolist()} dropped "
-                                         "(orientation undefined; identity is (0, 0, 0, 1))")
-    x, y, z, w = quat / norm
+    try:
+        p = finite_vector(position, "pose.position", (3,))
+        if np.any(np.abs(p) > MAX_COORDINATE):
+            raise Dropped("far", f"pose.position {show(p)} lies beyond {MAX_COORDINATE:g} m: dropped")
+        (x, y, z, w), norm = unit_quaternion(orientation_xyzw, "pose.orientation")
+    except InputError as e:
+        key = "shape" if "entries" in e.why else ("nonfinite" if "finite" in e.why else "quaternion")
+        raise Dropped(key, f"target dropped: {e}") from None
     return pin.SE3(pin.Quaternion(w, x, y, z).toRotationMatrix(), p), norm
 
 
@@ -64,6 +71,27 @@ def is_base_frame(frame_id: str, base_frame: str) -> bool:
     """An empty frame_id means the base frame (the guide's examples leave it empty)."""
     f = frame_id.strip().lstrip("/")
     return f == "" or f == base_frame.lstrip("/")
+
+
+def target_frame(frame_id: str, stamp: float, now: float, base_frame: str) -> tuple[str | None, float, str | None]:
+    """Where a target's pose must be looked up: (frame, time, note).
+
+    frame is None for the base frame (no lookup). time is the stamp when it lies within
+    [now - TF_MAX_AGE, now + TF_MAX_AHEAD], else 0.0 (the latest transform), with a note: no other
+    stamp ever reaches tf2 (4294967295.999999999 aborted the process there). Raises Dropped for a
+    frame id that cannot name a frame."""
+    try:
+        frame = valid_frame_id(frame_id)
+    except InputError as e:
+        raise Dropped("frame", f"target dropped: {e}") from None
+    if is_base_frame(frame, base_frame):
+        return None, 0.0, None
+    if stamp == 0.0:
+        return frame, 0.0, None
+    t, note = data_time(stamp, now, TF_MAX_AGE, TF_MAX_AHEAD)
+    if note is not None:
+        return frame, 0.0, note.replace("taken as received now", "looked up at the latest transform")
+    return frame, t, None
 
 
 def compose(base_from_frame: pin.SE3, pose_in_frame: pin.SE3) -> pin.SE3:
@@ -169,13 +197,13 @@ class ArmPoseStream:
         self.last_result: Any = None
         self.last_target: pin.SE3 | None = None
         self.out_of_reach = False
+        self.feedback_error: str | None = None    # why the last feedback was refused (None: it was taken)
 
     # -- feedback -------------------------------------------------------------------------
     def on_feedback(self, position: Sequence[float], now: float) -> str | None:
         """The arm's measured joints (first 6 of the feedback). Returns a note to log, if any."""
-        q = np.asarray(position[:N_JOINTS], dtype=float)
-        if q.shape != (N_JOINTS,) or not np.all(np.isfinite(q)):
-            self.dropped["feedback"] += 1
+        q = self.check_feedback(position)
+        if q is None:
             return None
         self.measured = q
         if self.state == WAITING_FEEDBACK:
@@ -196,6 +224,19 @@ class ArmPoseStream:
                         f"tracker running?): accepting poses from {np.round(q, 3).tolist()}")
         return None
 
+    def check_feedback(self, position: Sequence[float]) -> np.ndarray | None:
+        """The measured joints (first 6 of the feedback), or None (counted, reason in `feedback_error`)
+        when they are missing, not finite or beyond the joints' ranges by more than FEEDBACK_MARGIN."""
+        try:
+            q = finite_vector(position[:N_JOINTS], "feedback position", (N_JOINTS,))
+            self.feedback_error = None
+            return plausible_positions(q, self.ik.lower, self.ik.upper, FEEDBACK_MARGIN, "feedback position",
+                                       self.ik.joint_names)
+        except InputError as e:
+            self.dropped["feedback"] += 1
+            self.feedback_error = str(e)
+            return None
+
     def _activate(self, q: np.ndarray) -> None:
         self.state = ACTIVE
         self.ik.reset(q)
@@ -211,7 +252,8 @@ class ArmPoseStream:
 
     def on_other_arm(self, position: Sequence[float]) -> None:
         q = np.asarray(position[:N_JOINTS], dtype=float)
-        if q.shape == (N_JOINTS,) and np.all(np.isfinite(q)):
+        # its joints' ranges are not this solver's: a reading a motor can give (±2π) is taken
+        if q.shape == (N_JOINTS,) and np.all(np.isfinite(q)) and np.all(np.abs(q) <= 2 * math.pi):
             self.other_arm = q
 
     # -- targets --------------------------------------------------------------------------
@@ -240,6 +282,10 @@ class ArmPoseStream:
             raise self.drop("no_feedback", "target dropped: no arm feedback yet")
         if self.state != ACTIVE:
             raise self.drop("ready", f"target dropped: {self.state} first")
+        distance = float(np.linalg.norm(target.translation))
+        if not distance <= MAX_TARGET_DISTANCE:
+            raise self.drop("far", f"target {format_pose(target)} is {distance:.3g} m from the base frame's origin "
+                                   f"(an arm target lies within {MAX_TARGET_DISTANCE:g} m): dropped")
         restarted = self.is_stale(now_ros, now_wall)
         if restarted:
             # a new stream (the first, or after a pause): continue from where the arm is,

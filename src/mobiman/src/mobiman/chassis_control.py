@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
+from hdas.validation import FEEDBACK_MARGIN, InputError, finite_vector, plausible_positions
 from mobiman.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
 
 
@@ -20,11 +22,15 @@ class ChassisInputError(ValueError):
 
 @dataclass(frozen=True)
 class ChassisLimits:
-    """Speed caps (the guide's ±1.5 m/s, ±1.5 m/s, ±3 rad/s) and acceleration defaults and maxima."""
+    """Speed caps (the guide's ±1.5 m/s, ±1.5 m/s, ±3 rad/s), acceleration defaults, maxima and minima.
+
+    The minima bound how gently a stopped stream may stop the base: an acceleration limit set on
+    /motion_target/chassis_acc_limit is raised to them (a limit near zero would never stop it)."""
 
     max_speed: Twist2D = (1.5, 1.5, 3.0)
     acc_default: Twist2D = (2.5, 1.0, 1.0)
     acc_max: Twist2D = (2.5, 1.0, 1.0)
+    acc_min: Twist2D = (0.3, 0.3, 0.3)
 
     @classmethod
     def from_dict(cls, d: dict) -> "ChassisLimits":
@@ -34,17 +40,17 @@ class ChassisLimits:
                 raise ValueError(f"{key} must be three positive numbers (x, y, yaw), got {v}")
             return v  # type: ignore[return-value]
         limits = cls(three("max_speed", cls.max_speed), three("acc_default", cls.acc_default),
-                     three("acc_max", cls.acc_max))
-        if any(a > m for a, m in zip(limits.acc_default, limits.acc_max)):
-            raise ValueError("acc_default must not exceed acc_max")
+                     three("acc_max", cls.acc_max), three("acc_min", cls.acc_min))
+        if any(not lo <= a <= m for lo, a, m in zip(limits.acc_min, limits.acc_default, limits.acc_max)):
+            raise ValueError("acc_min <= acc_default <= acc_max must hold on every axis")
         return limits
 
 
 def _finite3(values: Twist2D, what: str) -> np.ndarray:
-    v = np.asarray(values, dtype=float)
-    if v.shape != (3,) or not np.all(np.isfinite(v)):
-        raise ChassisInputError(f"{what} must be three finite numbers, got {list(values)}")
-    return v
+    try:
+        return finite_vector(values, what, (3,))
+    except InputError as e:
+        raise ChassisInputError(f"{e} (needs three finite numbers: linear.x, linear.y, angular.z)") from None
 
 
 class ChassisController:
@@ -84,19 +90,37 @@ class ChassisController:
         return [f"{self.AXES[i]} {v[i]:.3f} capped to {out[i]:.3f}" for i in range(3) if v[i] != out[i]]
 
     def set_acceleration_limit(self, acc: Twist2D) -> list[str]:
-        """New acceleration limits; values above the maxima are capped, ≤ 0 keeps that axis's current limit."""
+        """New acceleration limits; values above the maxima are capped, positive ones below the minima
+        raised to them, ≤ 0 keeps that axis's current limit."""
         v = _finite3(acc, "acceleration limit")
         notes, out = [], list(self.acc)
         for i in range(3):
             if v[i] <= 0:
-                notes.append(f"{self.AXES[i]} {v[i]:.3f} is not positive, kept {out[i]:.3f}")
+                notes.append(f"{self.AXES[i]} {v[i]:.3g} is not positive, kept {out[i]:.3f}")
             elif v[i] > self.limits.acc_max[i]:
                 out[i] = self.limits.acc_max[i]
-                notes.append(f"{self.AXES[i]} {v[i]:.3f} capped to {out[i]:.3f}")
+                notes.append(f"{self.AXES[i]} {v[i]:.3g} capped to {out[i]:.3f}")
+            elif v[i] < self.limits.acc_min[i]:
+                out[i] = self.limits.acc_min[i]
+                notes.append(f"{self.AXES[i]} {v[i]:.3g} raised to {out[i]:.3f} (a stop must not take longer)")
             else:
                 out[i] = float(v[i])
         self.acc = tuple(out)  # type: ignore[assignment]
         return notes
+
+    def check_feedback(self, position: Sequence[float], velocity: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+        """The steering angles and wheel speeds [m/s] of a chassis feedback message (the first n of
+        each); InputError when missing, not finite, or beyond what a module can report (its steering
+        range + FEEDBACK_MARGIN, twice its wheel speed limit)."""
+        n = self.kin.n
+        angles = finite_vector(position[:n], "feedback position", (n,))
+        speeds = finite_vector(velocity[:n], "feedback velocity", (n,))
+        lim = np.full(n, self.kin.steer_limit)
+        plausible_positions(angles, -lim, lim, FEEDBACK_MARGIN, "feedback position")
+        fastest = 2.0 * self.kin.max_wheel_speed
+        if np.any(np.abs(speeds) > fastest):
+            raise InputError("feedback velocity", speeds, f"has a wheel faster than {fastest:g} m/s (twice its limit)")
+        return angles, speeds
 
     def set_brake(self, on: bool) -> None:
         self.brake = bool(on)

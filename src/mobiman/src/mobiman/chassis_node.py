@@ -34,6 +34,7 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, WallTimer
 from hdas.throttle import Throttle
+from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
 from mobiman.robot_model import RobotModel
 from mobiman.swerve import Odometry2D, SwerveKinematics
@@ -89,7 +90,7 @@ class ChassisControlNode:
         self.rc_timeout = float(p.get("rc_timeout", 0.5))    # older: the remote is reported silent (it still gates)
         self.rc_gating = bool(p.get("rc_gating", True))
         self.rc_manager = str(p.get("rc_manager_node", "/r1_control_manager"))
-        self.counts = {"ticks": 0, "dropped": 0, "capped": 0, "vetoed": 0, "bad_feedback": 0}
+        self.counts = {"ticks": 0, "dropped": 0, "capped": 0, "vetoed": 0, "bad_feedback": 0, "bad_stamps": 0}
         # one tick per feedback message: rate (ROS time), compute (the whole callback: odometry and
         # control), latency = the feedback's stamp -> the motor_control publish
         self.stats = LoopStats()
@@ -179,15 +180,16 @@ class ChassisControlNode:
 
     def _on_feedback(self, msg: JointState) -> None:
         t0 = time.perf_counter()
-        angles, speeds = msg.position[:self.n], msg.velocity[:self.n]
-        if len(angles) != self.n or len(speeds) != self.n or not (all(map(math.isfinite, angles))
-                                                                   and all(map(math.isfinite, speeds))):
+        try:
+            angles, speeds = self.controller.check_feedback(msg.position, msg.velocity)
+        except InputError as e:
             self.counts["bad_feedback"] += 1
-            self.throttle(rospy.logerr, "feedback", f"{NAME}: chassis feedback with {len(msg.position)} positions, "
-                          f"{len(msg.velocity)} velocities or non-finite values ignored")
+            self.throttle(rospy.logerr, "feedback", f"{NAME}: chassis feedback ignored: {e}")
             return
-        angles, speeds = np.array(angles, float), np.array(speeds, float)
-        stamp = msg.header.stamp.to_sec() or rospy.get_time()
+        stamp, stamp_note = data_time(msg.header.stamp.to_sec(), rospy.get_time(), STREAM_MAX_AGE, STREAM_MAX_AHEAD)
+        if stamp_note:
+            self.counts["bad_stamps"] += 1
+            self.throttle(rospy.logwarn, "stamp", f"{NAME}: chassis feedback {stamp_note}")
         twist = self.controller.kin.forward(angles, speeds)
         with self.lock:
             self.measured_angles = angles
@@ -205,10 +207,9 @@ class ChassisControlNode:
         out.linear.x, out.linear.y, out.angular.z = twist
         self.speed_pub.publish(out)
         if self.odom_pub is not None:
-            self._publish_odom(msg.header.stamp if msg.header.stamp else rospy.Time.now(), twist)
+            self._publish_odom(rospy.Time.from_sec(stamp), twist)
         sent = self._tick(stamp, angles)
-        self.stats.tick(sent, time.perf_counter() - t0,
-                        sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
+        self.stats.tick(sent, time.perf_counter() - t0, sent - stamp if not msg.header.stamp.is_zero() else float("nan"))
 
     def _publish_odom(self, stamp: rospy.Time, twist: tuple[float, float, float]) -> None:
         o = self.odom

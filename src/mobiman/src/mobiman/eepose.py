@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
+from hdas.validation import FEEDBACK_MARGIN, InputError, plausible_positions, show
 from mobiman.robot_model import RobotModel
 
 ARM_GROUPS = {"left": "left_arm", "right": "right_arm"}
@@ -48,12 +49,14 @@ class Frames:
 
 
 def group_positions(joints: Sequence[str], names: Sequence[str], positions: Sequence[float],
-                    extra: int = 0) -> np.ndarray:
+                    extra: int = 0, ranges: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """A group's joint positions from a feedback message, in the group's order.
 
     Named messages (HDAS names its entries with URDF joint names) are read by name, so an
     extra entry (the arm's gripper, `extra` = 1) or another order does no harm; unnamed
     ones must carry the group's joints first, with at most `extra` entries after them.
+    With `ranges` (lower, upper), a position beyond its joint's range by more than
+    FEEDBACK_MARGIN is a FeedbackError too (no motor reports that).
     """
     n = len(joints)
     if names:
@@ -62,7 +65,7 @@ def group_positions(joints: Sequence[str], names: Sequence[str], positions: Sequ
         index = {name: i for i, name in enumerate(names)}
         missing = [j for j in joints if j not in index]
         if missing:
-            raise FeedbackError(f"joints {missing} missing (names {list(names)})")
+            raise FeedbackError(f"joints {missing} missing (names {show(names)})")
         q = np.array([positions[index[j]] for j in joints], dtype=float)
     else:
         if not n <= len(positions) <= n + extra:
@@ -70,7 +73,12 @@ def group_positions(joints: Sequence[str], names: Sequence[str], positions: Sequ
             raise FeedbackError(f"{len(positions)} positions, expected {want}")
         q = np.asarray(positions[:n], dtype=float)
     if not all(map(math.isfinite, q.tolist())):
-        raise FeedbackError(f"non-finite position in {q.tolist()}")
+        raise FeedbackError(f"non-finite position in {show(q)}")
+    if ranges is not None:
+        try:
+            plausible_positions(q, ranges[0], ranges[1], FEEDBACK_MARGIN, "position", joints)
+        except InputError as e:
+            raise FeedbackError(str(e)) from None
     return q
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import rospkg
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -29,6 +30,7 @@ from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
 from hdas.sequence import SequenceGaps
 from hdas.throttle import Throttle
+from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
 from mobiman.robot_model import RobotModel, load_group_config
@@ -45,6 +47,7 @@ class Stream:
     extra: int                # entries allowed after the group's joints (the arm's gripper)
     pub: rospy.Publisher
     frame_id: str
+    ranges: tuple[np.ndarray, np.ndarray]     # the group's joint ranges: feedback far beyond them is refused
     published: int = 0
     dropped: int = 0
     # feedback this node never got (fell behind: rospy kept the newest of its queue): seq gaps
@@ -78,6 +81,7 @@ class EePoseNode:
         self.merger: JointStateMerger | None = None
         self.merger_lock = threading.Lock()
         self.chassis_dropped = 0
+        self.bad_stamps = 0          # feedback stamped off the clock (taken as received)
         # one tick per /joint_states message; latency = the oldest merged feedback's stamp -> the publish
         self.joint_states_stats = LoopStats()
         self.merged_stamps: dict[str, float] = {}   # source -> its latest feedback's stamp (ROS time)
@@ -89,8 +93,9 @@ class EePoseNode:
                 ("right", "right_arm", 1, "right_arm_feedback_topic", "/hdas/feedback_arm_right",
                  "right_ee_pose_topic", "/motion_control/pose_ee_arm_right", frames.floating_base))
         for name, group, extra, in_param, in_default, out_param, out_default, frame_id in spec:
+            lim = self.estimator.model.limits(group)
             s = Stream(name, group, extra, DirectPublisher(p.get(out_param, out_default), PoseStamped,
-                                                            tcp_nodelay=True), frame_id)
+                                                            tcp_nodelay=True), frame_id, (lim.lower, lim.upper))
             self.streams[name] = s
             rospy.Subscriber(p.get(in_param, in_default), JointState, self._on_feedback, s, queue_size=10,
                              tcp_nodelay=True)
@@ -121,7 +126,7 @@ class EePoseNode:
         t0 = time.perf_counter()
         s.gaps.observe(msg.header.seq)
         try:
-            q = group_positions(self.joint_groups[s.group], msg.name, msg.position, s.extra)
+            q = group_positions(self.joint_groups[s.group], msg.name, msg.position, s.extra, s.ranges)
             if not (all(map(math.isfinite, msg.position)) and all(map(math.isfinite, msg.velocity))):
                 raise FeedbackError("non-finite position or velocity")
         except FeedbackError as e:
@@ -129,14 +134,15 @@ class EePoseNode:
             s.last_error = str(e)
             self.throttle(rospy.logerr, f"{s.name}/bad", f"{NODE}: {s.name} feedback dropped: {e}")
             return
+        stamp = self._stamp(msg, s.name)
         if self.merger is not None and msg.name:
             with self.merger_lock:
                 self.merger.add_group(msg.name, msg.position, msg.velocity)
-                self.merged_stamps[s.name] = msg.header.stamp.to_sec() or rospy.get_time()
+                self.merged_stamps[s.name] = stamp
         m = self.estimator.torso_pose(q) if s.name == "torso" else self.estimator.arm_pose(s.name, q)
         (x, y, z), (qx, qy, qz, qw) = se3_to_pose(m)
         out = PoseStamped()
-        out.header.stamp = msg.header.stamp if not msg.header.stamp.is_zero() else rospy.Time.now()
+        out.header.stamp = rospy.Time.from_sec(stamp)
         out.header.frame_id = s.frame_id
         out.pose.position.x, out.pose.position.y, out.pose.position.z = x, y, z
         out.pose.orientation.x, out.pose.orientation.y, out.pose.orientation.z, out.pose.orientation.w = qx, qy, qz, qw
@@ -144,12 +150,25 @@ class EePoseNode:
         s.published += 1
         s.last_ros, s.last_wall = rospy.get_time(), time.monotonic()
         s.stats.tick(s.last_ros, time.perf_counter() - t0,
-                     s.last_ros - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
+                     s.last_ros - stamp if not msg.header.stamp.is_zero() else float("nan"))
+
+    def _stamp(self, msg: JointState, source: str) -> float:
+        """The feedback's time: its stamp, or now when unstamped or stamped off the clock (said, counted)."""
+        stamp, note = data_time(msg.header.stamp.to_sec(), rospy.get_time(), STREAM_MAX_AGE, STREAM_MAX_AHEAD)
+        if note:
+            self.bad_stamps += 1
+            self.throttle(rospy.logwarn, f"{source}/stamp", f"{NODE}: {source} feedback {note}")
+        return stamp
 
     # -- /joint_states -----------------------------------------------------------------------
     def _start_joint_states(self, p: dict[str, Any]) -> None:
         wheels = list(p.get("wheel_joints", self.joint_groups.get("chassis_wheels", [])))
-        self.merger = JointStateMerger(wheels, float(p.get("wheel_radius", 0.07)))
+        model = self.estimator.model.model
+        ranges = {name: (float(model.lowerPositionLimit[j.idx_q]), float(model.upperPositionLimit[j.idx_q]))
+                  for name, j in zip(model.names[1:], model.joints[1:]) if j.nq == 1}
+        for name in wheels:                 # continuous: any angle
+            ranges[name] = (-math.inf, math.inf)
+        self.merger = JointStateMerger(wheels, float(p.get("wheel_radius", 0.07)), ranges)
         self.joint_states_pub = QuietPublisher(p.get("joint_states_topic", "/joint_states"), JointState,
                                                 queue_size=1)
         rospy.Subscriber(p.get("chassis_feedback_topic", "/hdas/feedback_chassis"), JointState, self._on_chassis,
@@ -168,8 +187,8 @@ class EePoseNode:
             self.throttle(rospy.logerr, "chassis/bad", f"{NODE}: chassis feedback with {len(msg.position)} "
                           f"positions, {len(msg.velocity)} velocities or non-finite values ignored")
             return
+        stamp = self._stamp(msg, "chassis")
         with self.merger_lock:
-            stamp = msg.header.stamp.to_sec() or rospy.get_time()
             self.merger.add_chassis(msg.name, msg.position, msg.velocity, stamp)
             self.merged_stamps["chassis"] = stamp
 
@@ -204,7 +223,8 @@ class EePoseNode:
             out.append(status(f"{NODE}: {s.name}", s.group, DiagnosticStatus.WARN if stale else DiagnosticStatus.OK,
                               message, s.stats.values(now, values)))
         if self.merger is not None:
-            values = {"dropped": self.chassis_dropped, "chassis_dropped": self.chassis_dropped}
+            values = {"dropped": self.chassis_dropped, "chassis_dropped": self.chassis_dropped,
+                      "entries_ignored": self.merger.ignored, "bad_stamps": self.bad_stamps}
             out.append(status(f"{NODE}: joint_states", "joint_states", DiagnosticStatus.OK,
                               f"{len(self.merger.positions)} joints", self.joint_states_stats.values(now, values)))
         return out

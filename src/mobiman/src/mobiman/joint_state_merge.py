@@ -7,13 +7,25 @@ velocities, so wheel angles are integrated here from speed / radius.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Mapping, Sequence
+
+FEEDBACK_MARGIN = 0.5      # beyond a joint's range by more: not merged (hdas.validation.FEEDBACK_MARGIN)
+MAX_WHEEL_SPEED = 10.0     # [m/s] a wheel speed beyond this is no measurement: not integrated
 
 
 class JointStateMerger:
-    def __init__(self, wheel_joints: Sequence[str], wheel_radius: float):
+    """`ranges`: joint -> (lower, upper), the joints the merged state may name (the URDF's). An entry
+    naming another joint, or not finite, or beyond its range by more than FEEDBACK_MARGIN, is
+    ignored (`ignored` counts them): a publisher's made-up names or values never reach
+    robot_state_publisher, nor pile up here."""
+
+    def __init__(self, wheel_joints: Sequence[str], wheel_radius: float,
+                 ranges: Mapping[str, tuple[float, float]] | None = None):
         self.wheel_joints = list(wheel_joints)
         self.wheel_radius = float(wheel_radius)
+        self.ranges = None if ranges is None else dict(ranges)
+        self.ignored = 0
         self.positions: dict[str, float] = {}
         self.velocities: dict[str, float] = {}
         self._wheel_angle = [0.0] * len(self.wheel_joints)
@@ -23,6 +35,8 @@ class JointStateMerger:
         """An arm or torso feedback message (URDF joint names; gripper finger1 mirrored onto finger2)."""
         for i, (name, p) in enumerate(zip(names, positions)):
             v = velocities[i] if i < len(velocities) else 0.0
+            if not self._takes(name, p, v):
+                continue
             self.positions[name], self.velocities[name] = float(p), float(v)
             if name.endswith("gripper_finger_joint1"):
                 twin = name.replace("joint1", "joint2")
@@ -32,15 +46,29 @@ class JointStateMerger:
                     stamp: float) -> None:
         """Chassis feedback: steer angles, wheel linear speeds [m/s] integrated to wheel angles."""
         for name, p in zip(names, steer):
-            self.positions[name], self.velocities[name] = float(p), 0.0
+            if self._takes(name, p, 0.0):
+                self.positions[name], self.velocities[name] = float(p), 0.0
+        n = len(self.wheel_joints)
+        speeds = [float(v) for v in wheel_speeds[:n]] + [0.0] * (n - len(wheel_speeds[:n]))
+        if not all(abs(v) <= MAX_WHEEL_SPEED for v in speeds):      # (False for NaN too)
+            self.ignored += 1
+            return
         if self._wheel_stamp is not None:
             dt = max(0.0, min(stamp - self._wheel_stamp, 0.1))     # a gap is not a spin
-            for k, v in enumerate(wheel_speeds[:len(self.wheel_joints)]):
-                self._wheel_angle[k] += float(v) / self.wheel_radius * dt
+            for k, v in enumerate(speeds):
+                self._wheel_angle[k] = math.remainder(self._wheel_angle[k] + v / self.wheel_radius * dt, math.tau)
         self._wheel_stamp = stamp
         for k, name in enumerate(self.wheel_joints):
             self.positions[name] = self._wheel_angle[k]
-            self.velocities[name] = float(wheel_speeds[k]) / self.wheel_radius if k < len(wheel_speeds) else 0.0
+            self.velocities[name] = speeds[k] / self.wheel_radius
+
+    def _takes(self, name: str, position: float, velocity: float) -> bool:
+        ok = math.isfinite(position) and math.isfinite(velocity)
+        if ok and self.ranges is not None:
+            lo, hi = self.ranges.get(name, (math.nan, math.nan))
+            ok = lo - FEEDBACK_MARGIN <= position <= hi + FEEDBACK_MARGIN     # False for unknown names (NaN)
+        self.ignored += not ok
+        return ok
 
     def joint_state(self) -> tuple[list[str], list[float], list[float]]:
         names = sorted(self.positions)

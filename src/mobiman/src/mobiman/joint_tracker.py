@@ -14,6 +14,7 @@ from typing import Collection, Mapping, Sequence
 import numpy as np
 import ruckig
 
+from hdas.validation import FEEDBACK_MARGIN, plausible_positions, show
 from mobiman.robot_model import RobotModel
 
 _SLACK = 1.0 + 1e-9   # rounding allowance when comparing a state with limits
@@ -31,8 +32,8 @@ def _vector(values: Sequence[float], n: int, what: str, error: type[Exception] =
     if v.shape[0] not in (n, n + 1):
         raise error(f"{what} has {v.shape[0]} entries, expected {n} (or {n + 1} with a gripper)")
     v = v[:n]
-    if not math.isfinite(sum(v.tolist())):    # NaN and inf propagate (a list's sum: numpy's is slower on 6 values)
-        raise error(f"{what} has non-finite entries: {v.tolist()}")
+    if not all(map(math.isfinite, v.tolist())):   # entry by entry: a sum of finite 1e308s overflows into inf
+        raise error(f"{what} has non-finite entries: {show(v)}")
     return v
 
 
@@ -250,8 +251,7 @@ class JointTrajectoryTracker:
             except ruckig.RuckigError as exc:
                 result, error = ruckig.Result.Error, str(exc).strip()
             out = self._out
-            # one sum per list: NaN and inf propagate through it (and a finite overflow is no trajectory)
-            finite = math.isfinite(sum(out.new_position) + sum(out.new_velocity) + sum(out.new_acceleration))
+            finite = all(map(math.isfinite, (*out.new_position, *out.new_velocity, *out.new_acceleration)))
             if result in (ruckig.Result.Working, ruckig.Result.Finished) and finite:
                 out.pass_to_input(self._inp)
                 self._finished, self.last_error = result == ruckig.Result.Finished, None
@@ -326,10 +326,18 @@ class Posture:
     def __init__(self, model: RobotModel):
         self.model = model
         self.q = model.configuration()
+        self._ranges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def set(self, group: str, values: Sequence[float]) -> None:
-        """A group's measured joints (n, or n + 1 with a gripper entry); ValueError if not finite."""
-        self.model.set_group(self.q, group, _vector(values, len(self.model.group(group).joints), f"{group} feedback"))
+        """A group's measured joints (n, or n + 1 with a gripper entry); ValueError if not finite or
+        beyond the joints' ranges by more than FEEDBACK_MARGIN (hdas.validation.InputError)."""
+        q = _vector(values, len(self.model.group(group).joints), f"{group} feedback")
+        if group not in self._ranges:
+            lim = self.model.limits(group)
+            self._ranges[group] = (lim.lower, lim.upper)
+        lower, upper = self._ranges[group]
+        plausible_positions(q, lower, upper, FEEDBACK_MARGIN, f"{group} feedback", self.model.group(group).joints)
+        self.model.set_group(self.q, group, q)
 
     def with_group(self, group: str, values: Sequence[float]) -> np.ndarray:
         """A copy of the configuration with one group replaced (e.g. by its planned position)."""
@@ -372,7 +380,7 @@ class MitGains:
 
 def _sized(values: Sequence[float] | np.ndarray, n: int, what: str) -> list[float]:
     out = np.asarray(values, dtype=float).ravel().tolist()
-    if len(out) != n or not math.isfinite(sum(out)):
+    if len(out) != n or not all(map(math.isfinite, out)):
         raise ValueError(f"{what} needs {n} finite entries, got {out}")
     return out
 

@@ -22,6 +22,7 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher, WallTimer
 from hdas.throttle import Throttle
+from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 from mobiman.rc_manager import RcConfig, RcManager, Sticks
 from mobiman.robot_model import load_group_config
 
@@ -85,7 +86,9 @@ class RcManagerNode:
                 return
             self.received += 1
             self.last_ros, self.last_wall = rospy.get_time(), time.monotonic()
-            self.sample_stamp = self.last_ros if msg.header.stamp.is_zero() else msg.header.stamp.to_sec()
+            # the stamp only measures latency here; one off the clock is taken as the arrival
+            self.sample_stamp, _ = data_time(msg.header.stamp.to_sec(), self.last_ros, STREAM_MAX_AGE,
+                                             STREAM_MAX_AHEAD)
 
     def _age(self) -> float | None:
         """Age of the last sample; old only when old in ROS time *and* wall time (a simulated

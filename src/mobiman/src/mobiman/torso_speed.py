@@ -346,8 +346,9 @@ class TorsoSpeedController:
     def _joint_tick(self, dt: float, q_meas: np.ndarray) -> None:
         trk = self.tracker
         if self._pending is not None:             # a new target during a move: Ruckig continues from its state
-            trk.set_target(*self._pending)
-            self._last_target, self._pending = self._pending, None
+            pending, self._pending = self._pending, None
+            if self._give_tracker(pending):
+                self._last_target = pending
         self._clock_debt += dt
         steps = int(self._clock_debt * self.cfg.trajectory_rate_hz + 1e-9)
         self._clock_debt -= steps / self.cfg.trajectory_rate_hz
@@ -448,11 +449,24 @@ class TorsoSpeedController:
         self._qd, self._qdd = qd, (qd - self._qd) / dt
 
     def _start_joint_target(self) -> None:
-        goal, speed = self._pending
-        self._pending, self._last_target = None, (goal, speed)
+        pending, self._pending = self._pending, None
         self.tracker.reset(self._q)
-        self.tracker.set_target(goal, speed)
-        self._mode, self._qd, self._qdd, self._clock_debt = "joint", np.zeros(4), np.zeros(4), 0.0
+        if self._give_tracker(pending):
+            self._last_target = pending
+            self._mode, self._qd, self._qdd, self._clock_debt = "joint", np.zeros(4), np.zeros(4), 0.0
+
+    def _give_tracker(self, target: tuple[np.ndarray, np.ndarray | None]) -> bool:
+        """Hand a pending target to the trajectory; False (dropped, counted, said) if it refuses it.
+
+        set_target checked it as the trajectory does, so this is a last guard: a target must never
+        stay pending to be refused again on every tick."""
+        try:
+            self.tracker.set_target(*target)
+        except TargetError as e:
+            self.stats["dropped"] += 1
+            self.events.append(f"joint target dropped by the trajectory: {e}")
+            return False
+        return True
 
     # -- the pieces ----------------------------------------------------------------------------
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,8 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
 from hdas.throttle import Throttle
+from hdas.validation import (FEEDBACK_MARGIN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time,
+                             plausible_positions)
 from mobiman.joint_tracker import (Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward,
                                    read_target)
 from mobiman.robot_model import RobotModel, load_group_config
@@ -82,7 +84,7 @@ class TorsoSpeedNode:
         self.lock = threading.Lock()                   # the core and the pinocchio data
         self.posture = Posture(self.model)             # the measured upper body, for gravity (under lock)
         self.feedback_stamp, self.feedback_wall = -1e9, -1e9
-        self.stale, self.stale_count, self.bad_feedback = False, 0, 0
+        self.stale, self.stale_count, self.bad_feedback, self.bad_stamps = False, 0, 0, 0
         # one tick per feedback message: rate (ROS time), compute, latency = the feedback's stamp ->
         # the motor_control publish
         self.stats = LoopStats()
@@ -150,15 +152,22 @@ class TorsoSpeedNode:
     def _on_feedback(self, msg: JointState) -> None:
         """One tick: the feedback message drives the controller and the output."""
         t0 = time.perf_counter()
-        if len(msg.position) != 4 or not all(map(math.isfinite, msg.position)):   # (as the tracker checks)
+        try:
+            if len(msg.position) != 4 or not all(map(math.isfinite, msg.position)):   # (as the tracker checks)
+                raise InputError("feedback position", msg.position, "needs 4 finite entries")
+            q = plausible_positions(np.array(msg.position, float), self.core.lower, self.core.upper, FEEDBACK_MARGIN,
+                                    "feedback position", self.core.names)
+        except InputError as e:
             self.bad_feedback += 1
-            self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback with {len(msg.position)} "
-                          "positions or non-finite values ignored")
+            self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback ignored: {e}")
             return
-        q = np.array(msg.position, float)
-        now = msg.header.stamp.to_sec() or rospy.get_time()
+        received = rospy.get_time()
+        now, stamp_note = data_time(msg.header.stamp.to_sec(), received, STREAM_MAX_AGE, STREAM_MAX_AHEAD)
+        if stamp_note:
+            self.bad_stamps += 1
+            self.throttle(rospy.logwarn, "stamp", f"{self.name}: torso feedback {stamp_note}")
         with self.lock:
-            self.feedback_stamp, self.feedback_wall = rospy.get_time(), time.monotonic()
+            self.feedback_stamp, self.feedback_wall = received, time.monotonic()
             if self.stale:
                 self.stale = False
                 self.throttle(rospy.loginfo, "back", f"{self.name}: torso feedback is back; publishing again")
@@ -189,11 +198,10 @@ class TorsoSpeedNode:
         out.p_des, out.v_des = cmd.position.tolist(), cmd.velocity.tolist()
         out.kp, out.kd, out.t_ff = self.kp.tolist(), self.kd.tolist(), t_ff.tolist()
         self.out.publish(out)
-        self._publish_state(msg.header.stamp, pose)
+        self._publish_state(rospy.Time.from_sec(now), pose)
         self.last_state = state
         sent = out.header.stamp.to_sec()
-        self.stats.tick(sent, time.perf_counter() - t0,
-                        sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
+        self.stats.tick(sent, time.perf_counter() - t0, sent - now if not msg.header.stamp.is_zero() else float("nan"))
 
     def _publish_state(self, stamp: rospy.Time, pose: pin.SE3) -> None:
         if self.state_pub.get_num_connections() == 0:    # a debugging topic: not built for nobody
@@ -231,6 +239,7 @@ class TorsoSpeedNode:
                   "cartesian_velocity": np.round(v, 4).tolist(),
                   "torso_link3_x_z_pitch": [] if self.last_state is None else np.round(self.last_state, 4).tolist(),
                   "stale_feedback_events": self.stale_count, "bad_feedback": self.bad_feedback,
+                  "bad_stamps": self.bad_stamps,
                   "torque_clamped": self.torque_clamped, **stats}
         return [status(f"{self.name}: torso speed control", "torso", level, state, self.stats.values(now, values))]
 

@@ -34,6 +34,8 @@ from hdas.loop_stats import LoopStats
 from hdas.realtime import policy_name, request_fifo
 from hdas.ros_io import DirectPublisher, WallTimer
 from hdas.throttle import Throttle
+from hdas.validation import (FEEDBACK_MARGIN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time,
+                             plausible_positions)
 from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
                                    clamp_effort, feedforward_at, mit_command, pid_command, read_target)
 from mobiman.robot_model import RobotModel, load_group_config
@@ -72,7 +74,8 @@ class Group:
     dropped: int = 0
     clamped: int = 0
     torque_clamped: int = 0            # commands whose feed-forward torque was beyond the effort limit
-    bad_feedback: int = 0              # feedback messages ignored (wrong length, non-finite)
+    bad_feedback: int = 0              # feedback messages ignored (wrong length, non-finite, out of range)
+    bad_stamps: int = 0                # feedback stamped off the clock (taken as received)
     ruckig_errors: int = 0             # ticks on which Ruckig failed (the plan held at rest)
     # one tick per feedback message: rate (ROS time), compute, latency = feedback stamp -> command
     stats: LoopStats = field(default_factory=LoopStats)
@@ -204,21 +207,31 @@ class JointTrackerNode:
         # checked on the message's own tuple: numpy's isfinite/all on 6 values cost more than
         # the rest of the check and the conversion
         position = msg.position[:n]
-        if len(position) != n or not all(map(math.isfinite, position)):
+        lim = g.tracker.limits
+        try:
+            if len(position) != n or not all(map(math.isfinite, position)):
+                raise InputError("feedback position", msg.position, f"needs {n} finite entries")
+            q = plausible_positions(np.array(position, float), lim.lower, lim.upper, FEEDBACK_MARGIN,
+                                    "feedback position", g.tracker.names)
+        except InputError as e:
             g.bad_feedback += 1
             self.throttle(rospy.logerr, f"{g.name}/feedback", f"r1_jointTracker_demo_node: {g.name} feedback "
-                          f"with {len(msg.position)} positions or non-finite values ignored")
+                          f"ignored: {e}")
             return
-        q = np.array(position, float)
+        now = rospy.get_time()
+        stamp, stamp_note = data_time(msg.header.stamp.to_sec(), now, STREAM_MAX_AGE, STREAM_MAX_AHEAD)
+        if stamp_note:
+            g.bad_stamps += 1
+            self.throttle(rospy.logwarn, f"{g.name}/stamp", f"r1_jointTracker_demo_node: {g.name} feedback "
+                          f"{stamp_note}")
         with self.model_lock:
             self.posture.set(g.name, q)
         with g.lock:
-            g.feedback_stamp, g.feedback_wall = rospy.get_time(), time.monotonic()
+            g.feedback_stamp, g.feedback_wall = now, time.monotonic()
             if g.stale:
                 g.stale = False
                 self.throttle(rospy.loginfo, f"{g.name}/back",
                               f"r1_jointTracker_demo_node: {g.name} feedback is back; publishing again")
-            lim = g.tracker.limits
             here = np.clip(q, lim.lower, lim.upper)      # a joint resting on its hard stop reads just past it
             g.here = here
             if not g.tracker.started:
@@ -227,7 +240,7 @@ class JointTrackerNode:
             elif np.max(np.abs(q - g.tracker.position)) > self.resync_error and self._at_rest(msg, n):
                 self._resync(g, q, here)     # far from the plan and not moving: not a lag, the motors are off
             g.early = False
-            steps = self._gate(g, self._ticks_due(g, msg.header.stamp.to_sec() or rospy.get_time()), here)
+            steps = self._gate(g, self._ticks_due(g, stamp), here)
             for _ in range(steps):
                 g.tracker.advance()
             if steps and g.tracker.last_error:
@@ -236,8 +249,7 @@ class JointTrackerNode:
             g.pub.publish(out)      # under the lock: commands leave in the order they were computed
         g.ticks += 1
         sent = out.header.stamp.to_sec()
-        g.stats.tick(sent, time.perf_counter() - t0,
-                     sent - msg.header.stamp.to_sec() if not msg.header.stamp.is_zero() else float("nan"))
+        g.stats.tick(sent, time.perf_counter() - t0, sent - stamp if not msg.header.stamp.is_zero() else float("nan"))
 
     def _gate(self, g: Group, steps: int, here: np.ndarray) -> int:
         """The ticks the plan may take now: none while the joints lag the moving plan by more than
@@ -399,7 +411,7 @@ class JointTrackerNode:
             values = g.stats.values(now, {
                 "dropped": g.dropped, "clamped": g.clamped, "errors": g.bad_feedback + g.ruckig_errors,
                 "ticks": g.ticks, "early_commands": g.early_commands, "torque_clamped": g.torque_clamped, "scheduling": self.scheduling, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
-                "bad_feedback": g.bad_feedback, "ruckig_error_ticks": g.ruckig_errors,
+                "bad_feedback": g.bad_feedback, "bad_stamps": g.bad_stamps, "ruckig_error_ticks": g.ruckig_errors,
                 "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "following_error_pauses": g.paused,
                 "ruckig_error": g.tracker.last_error or ""})
             out.append(status(f"r1_jointTracker_demo_node: {g.name}", g.name, level, state, values))

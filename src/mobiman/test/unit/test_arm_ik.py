@@ -111,6 +111,17 @@ def test_non_finite_target_keeps_the_previous_solution(left):
     assert np.all(np.isfinite(left.solve_cold(bad).q))
 
 
+@pytest.mark.filterwarnings("error")         # numpy's overflow warnings too
+@pytest.mark.parametrize("translation", [[1e308, 0.0, 0.0], [0.3, 0.2, 1e308], [1e200] * 3, [2e4, 0.0, 0.0]])
+def test_a_huge_finite_target_keeps_the_previous_solution(left, translation):
+    """Regression (issue 19): finite 1e308 coordinates overflowed in the solver (numpy warnings, an
+    IndexError in the collision check); such a pose is no target."""
+    left.reset(START)
+    r = left.solve(pin.SE3(np.eye(3), np.array(translation)))
+    np.testing.assert_array_equal(r.q, START)
+    assert not r.reached and r.position_error == np.inf
+
+
 def test_self_collision_is_avoided(left):
     # the hand into the torso: the solver must stop short of touching it
     target = pin.SE3(np.eye(3), np.array([0.05, 0.05, 0.2]))

@@ -11,7 +11,7 @@ import pinocchio as pin
 import pytest
 
 from mobiman.arm_ik_stream import (ACTIVE, MOVING_TO_READY, READY_PENDING, WAITING_FEEDBACK, ArmPoseStream, Dropped,
-                                   StreamConfig, compose, is_base_frame, pose_to_se3)
+                                   StreamConfig, compose, is_base_frame, pose_to_se3, target_frame)
 
 
 @dataclass
@@ -84,8 +84,8 @@ def test_pose_is_normalized_and_guide_quaternion_accepted() -> None:
     angle = 2 * np.arctan2(-0.028, 1.0)
     np.testing.assert_allclose(pose.rotation[:2, :2], [[np.cos(angle), -np.sin(angle)],
                                                         [np.sin(angle), np.cos(angle)]], atol=1e-12)
-    scaled, norm = pose_to_se3((0, 0, 0), (0, 0, 2.0, 0))           # non-unit: normalized, 180 deg about z
-    assert norm == 2.0
+    scaled, norm = pose_to_se3((0, 0, 0), (0, 0, 1.05, 0))          # near unit: normalized, 180 deg about z
+    assert norm == pytest.approx(1.05)
     np.testing.assert_allclose(scaled.rotation, np.diag([-1.0, -1.0, 1.0]), atol=1e-12)
 
 
@@ -93,8 +93,11 @@ def test_pose_is_normalized_and_guide_quaternion_accepted() -> None:
     ((np.nan, 0, 0), (0, 0, 0, 1), "nonfinite"),
     ((0, 0, np.inf), (0, 0, 0, 1), "nonfinite"),
     ((0, 0, 0), (0, np.nan, 0, 1), "nonfinite"),
-    ((0, 0, 0), (0, 0, 0, 0), "zero_quaternion"),
+    ((0, 0, 0), (0, 0, 0, 0), "quaternion"),
+    ((0, 0, 0), (0, 0, 2.0, 0), "quaternion"),               # far from unit: no rotation, not invented
+    ((0, 0, 0), (1e308, 1e308, 0, 0), "quaternion"),
     ((0, 0), (0, 0, 0, 1), "shape"),
+    ((1e308, 0, 0), (0, 0, 0, 1), "far"),                    # finite but no target (and overflow downstream)
 ])
 def test_bad_poses_are_dropped_with_a_reason(position, quat, key) -> None:
     with pytest.raises(Dropped) as e:
@@ -111,6 +114,53 @@ def test_empty_frame_is_the_base_frame_and_transforms_compose() -> None:
     out = compose(base_from_frame, pose)
     np.testing.assert_allclose(out.translation, [0.0, 0.1, 1.0], atol=1e-12)
     np.testing.assert_allclose(out.rotation, base_from_frame.rotation, atol=1e-12)
+
+
+LARGEST_STAMP = 4294967295 + 999999999e-9
+
+
+def test_target_frame_never_hands_tf2_a_stamp_off_the_clock() -> None:
+    """Regression (issue 19): a base_link target stamped 4294967295.999999999 (a legal ROS time)
+    aborted the node inside tf2 ("Time is out of dual 32-bit range"). Stamps outside
+    [now - 10 s, now + 0.5 s] are looked up at the latest transform instead."""
+    now = 1_795_000_000.0
+    for stamp in (LARGEST_STAMP, 1.0, now - 60.0, now + 5.0):
+        frame, t, note = target_frame("base_link", stamp, now, "torso_link4")
+        assert (frame, t) == ("base_link", 0.0) and "latest transform" in note
+    assert target_frame("/base_link", now - 1.0, now, "torso_link4") == ("base_link", now - 1.0, None)
+    assert target_frame("base_link", 0.0, now, "torso_link4") == ("base_link", 0.0, None)
+    assert target_frame("", LARGEST_STAMP, now, "torso_link4") == (None, 0.0, None)      # no lookup at all
+    assert target_frame("/torso_link4", 5.0, now, "torso_link4") == (None, 0.0, None)
+
+
+@pytest.mark.parametrize("frame", ["base link", "x" * 1000, "a\x00b", "map//odom"])
+def test_a_malformed_frame_id_is_dropped_before_tf2(frame) -> None:
+    with pytest.raises(Dropped) as e:
+        target_frame(frame, 0.0, 100.0, "torso_link4")
+    assert e.value.key == "frame" and "header.frame_id" in e.value.text
+
+
+def test_a_target_far_from_the_base_never_reaches_the_solver() -> None:
+    s, ik = active_stream()
+    with pytest.raises(Dropped) as e:
+        s.on_target(pin.SE3(np.eye(3), np.array([0.0, 0.0, 50.0])), 1.0, 1.0)
+    assert e.value.key == "far" and ik.targets == []
+
+
+def test_feedback_beyond_the_joint_ranges_is_refused() -> None:
+    """Regression (issue 19): finite 1e308 feedback reached the solver's seeds (numpy overflow
+    warnings, an IndexError in the collision check)."""
+    s, ik = active_stream()
+    resets = len(ik.resets)
+    for bad in ([1e308] * 6, [0.0] * 5 + [2.6], [0.0] * 5):
+        assert s.on_feedback(bad, now=1.0) is None
+        assert s.feedback_error is not None and "feedback position" in s.feedback_error
+    assert s.dropped["feedback"] == 3 and len(ik.resets) == resets
+    np.testing.assert_array_equal(s.measured, [0.1] * 6)
+    s.on_other_arm([1e308] * 6)
+    assert s.other_arm is None
+    s.on_feedback([0.2] * 6, now=1.0)
+    assert s.feedback_error is None
 
 
 # -- configuration -------------------------------------------------------------------------

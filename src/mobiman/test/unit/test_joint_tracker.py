@@ -228,6 +228,20 @@ def test_bad_targets_are_rejected_and_change_nothing(r1: RobotModel, position, v
         assert all(np.array_equal(p, q) for p, q in zip(t.step(), twin.step()))
 
 
+def test_huge_finite_targets_are_clamped_and_capped_not_refused(r1: RobotModel) -> None:
+    """Regression (issue 19): the finiteness check summed the vector, and six finite 1e308 overflowed
+    into inf: a legal target was refused. Every entry is finite, so it is clamped and capped."""
+    t = make_tracker(r1)
+    t.reset(middle(t))
+    notes = t.set_target([1e308] * 6, [1e308] * 6)
+    assert np.array_equal(t.target, t.limits.upper)
+    assert np.array_equal(t.velocity_limits(), t.limits.velocity_cap)
+    assert len(notes) == 12
+    for _ in range(50):
+        p, v, a = t.step()
+        assert np.all(np.isfinite(p)) and t.last_error is None
+
+
 # -- 5. start-up ----------------------------------------------------------------------------
 def test_start_up_holds_the_measured_position_until_a_target_arrives(r1: RobotModel) -> None:
     t = make_tracker(r1)

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from hdas.validation import InputError
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
 from mobiman.chassis_node import module_positions
 from mobiman.swerve import Odometry2D, SwerveKinematics, limit_twist, wrap_pi
@@ -218,6 +219,32 @@ def test_acceleration_limit_input_is_capped_at_the_maxima():
     c = controller()
     notes = c.set_acceleration_limit((5.0, 0.5, -1.0))
     assert c.acc == (2.5, 0.5, 1.0) and len(notes) == 2
+
+
+def test_an_acceleration_limit_near_zero_is_raised_so_a_stop_still_comes():
+    """A limit of 1e-9 m/s² would let a stopped stream coast on for years: it is raised to acc_min."""
+    c = controller()
+    notes = c.set_acceleration_limit((1e-9, 0.5, 1e-300))
+    assert c.acc == (0.3, 0.5, 0.3) and len(notes) == 2 and "raised to 0.300" in notes[0]
+    with pytest.raises(ValueError, match="acc_min"):
+        ChassisLimits.from_dict({"acc_min": [3.0, 0.3, 0.3]})
+
+
+@pytest.mark.parametrize("position, velocity, field", [
+    ([0.0, 0.0], [0.0, 0.0, 0.0], "feedback position"),
+    ([0.0, float("nan"), 0.0], [0.0] * 3, "feedback position"),
+    ([0.0, 0.0, 1e308], [0.0] * 3, "feedback position"),         # far beyond the steering range
+    ([0.0] * 3, [0.0, 0.0, 5.0], "feedback velocity"),            # more than twice the wheel limit
+    ([0.0] * 3, [0.0, 1e308, 0.0], "feedback velocity"),
+])
+def test_chassis_feedback_a_module_cannot_give_is_refused(position, velocity, field):
+    with pytest.raises(InputError, match=field):
+        controller().check_feedback(position, velocity)
+
+
+def test_chassis_feedback_is_read_from_the_first_entries():
+    angles, speeds = controller().check_feedback([0.1, 0.2, -0.3, 9.0], [0.5, 0.5, 0.5, 9.0])
+    assert angles.tolist() == [0.1, 0.2, -0.3] and speeds.tolist() == [0.5] * 3
 
 
 def test_timeout_decelerates_within_the_limits():

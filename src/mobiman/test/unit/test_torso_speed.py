@@ -341,6 +341,24 @@ def test_bad_input_is_rejected(ctrl: TorsoSpeedController) -> None:
     assert ctrl.position[0] == pytest.approx(1.8326)
 
 
+def test_a_target_with_huge_speeds_never_freezes_the_controller(ctrl: TorsoSpeedController) -> None:
+    """Regression (issue 19): a joint target with finite but huge velocities (1e308) during a joint
+    move was accepted, then refused by the trajectory on every tick (its check summed the vector into
+    inf), and torso control stopped until the next target. Now it is taken, the speeds capped."""
+    run = Run(ctrl, [0.0, 0.0, 0.0, 0.0])
+    ctrl.set_target([0.3, -0.6, 0.3, 0.0])
+    run.ticks(0.2, None)
+    assert ctrl.mode == "joint target"
+    notes = ctrl.set_target([0.0, 0.0, 0.0, 0.0], [1e308] * 4)
+    assert len(notes) == 4 and all("capped to 1.5" in n for n in notes)
+    for _ in range(100):
+        run.ticks(0.1, None)
+        if ctrl.mode == "speed":
+            break
+    np.testing.assert_array_equal(ctrl.position, [0.0, 0.0, 0.0, 0.0])
+    assert not any("trajectory" in e for e in ctrl.events)
+
+
 def test_config_from_params_and_validation() -> None:
     cfg = TorsoSpeedConfig.from_params({"max_speed": 0.1, "workspace": {"x": [-0.2, 0.1]}, "bend_sign": 1,
                                         "kp": [1, 2, 3, 4]})

@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import rospkg
@@ -32,11 +32,15 @@ from std_msgs.msg import Header
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher
 from hdas.throttle import Throttle
+from hdas.validation import (SHOWN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show,
+                             unit_quaternion)
 from r1_sim.encoding import CLOUD_FIELDS, CLOUD_POINT_STEP, FLOAT32, RawImage, cloud_data, depth_16uc1, depth_32fc1, jpeg
 from r1_sim.scene import SceneError, load_scene
 from r1_sim.sensor_rig import ConfigError, SensorRig, parse_sensor_config
 
 NODE = "r1_sim_sensors"
+MAX_JOINT_VALUE = 1e9       # [rad] wheel angles wind up unbounded; beyond this a value is no joint's
+MAX_BASE_DISTANCE = 1e4     # [m] from the world origin: beyond it no base pose
 
 
 @dataclass
@@ -122,21 +126,35 @@ class SensorsNode:
             self.bad_messages += 1
         self.throttle(rospy.logwarn, key, f"{NODE}: {text}: message dropped")
 
+    def _stamp(self, msg: Any) -> rospy.Time:
+        """The message's stamp, or now when unstamped or stamped off the clock (the ground truth's
+        age decides whether sensors publish: a stamp from elsewhere must not decide it)."""
+        t, note = data_time(msg.header.stamp.to_sec(), rospy.get_time(), STREAM_MAX_AGE, STREAM_MAX_AHEAD)
+        if note:
+            self.throttle(rospy.logwarn, "stamp", f"{NODE}: ground truth {note}")
+        return rospy.Time.from_sec(t)
+
     def _on_joints(self, msg: JointState) -> None:
         if len(msg.name) != len(msg.position):
             return self._bad("joints_len", f"joint_states with {len(msg.name)} names and {len(msg.position)} positions")
-        if not all(math.isfinite(p) for p in msg.position):
-            return self._bad("joints_nan", "joint_states with a non-finite position")
+        if not all(math.isfinite(p) and abs(p) <= MAX_JOINT_VALUE for p in msg.position):
+            return self._bad("joints_value", f"joint_states with a position that is no joint's: {show(msg.position)}")
+        msg.header.stamp = self._stamp(msg)
         with self.lock:
             self.joints = msg
 
     def _on_odom(self, msg: Odometry) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        values = (p.x, p.y, q.x, q.y, q.z, q.w)
-        if not all(math.isfinite(v) for v in values) or q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w < 1e-9:
-            return self._bad("odom", "odometry with a non-finite position or a zero quaternion")
+        try:
+            xy = finite_vector((p.x, p.y), "odometry position", (2,))
+            if np.any(np.abs(xy) > MAX_BASE_DISTANCE):
+                raise InputError("odometry position", xy, f"is beyond {MAX_BASE_DISTANCE:g} m")
+            unit_quaternion((q.x, q.y, q.z, q.w), "odometry orientation")
+        except InputError as e:
+            return self._bad("odom", str(e))
+        stamp = self._stamp(msg)
         with self.lock:
-            self.odom = (msg.header.stamp, (p.x, p.y, yaw_of(q)))
+            self.odom = (stamp, (p.x, p.y, yaw_of(q)))
 
     def truth(self) -> Optional[Truth]:
         """The latest joints and base pose; its stamp is the older of the two."""
@@ -251,9 +269,10 @@ class SensorsNode:
                 if not state_set:
                     unknown = self.rig.set_state(truth.joints, truth.base)
                     if unknown:
-                        with self.lock:
-                            self.unknown_joints = sorted(set(self.unknown_joints) | set(unknown))
-                        self.throttle(rospy.logwarn, "unknown", f"{NODE}: joints not in robot_description ignored: {unknown}")
+                        with self.lock:      # a few names kept to show (a publisher may send thousands)
+                            self.unknown_joints = sorted(set(self.unknown_joints) | set(unknown))[:SHOWN]
+                        self.throttle(rospy.logwarn, "unknown",
+                                      f"{NODE}: joints not in robot_description ignored: {show(unknown)}")
                     state_set = True
                 if self.render(name, truth):
                     last_stamp[name] = truth.stamp
