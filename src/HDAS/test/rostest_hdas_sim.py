@@ -25,7 +25,7 @@ from std_msgs.msg import Float32
 
 from hdas.loop_stats import STANDARD_KEYS
 from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.ros_testing import Latest
+from mobiman.ros_testing import Latest, Recorder
 from r1_sim.srv import InjectFault
 
 ARM_JOINTS = [f"left_arm_joint{k}" for k in range(1, 7)]
@@ -265,6 +265,102 @@ class HdasSimTest(unittest.TestCase):
             time.sleep(0.05)
         msg = self.fb["feedback_gripper_left"].wait(120, lambda m: abs(m.position[0] - 60.0) < 3.0)
         self.assertAlmostEqual(msg.position[0], 60.0, delta=3.0)
+
+    def truth_speeds(self, joints, seconds, during=None):
+        """The largest speed of each joint in the ground truth (/sim/joint_states, 100 Hz) over
+        `seconds` of simulated time, by finite differences; `during` runs after the start (once, or
+        with an argument `done` until it is true, if it takes one)."""
+        rec = Recorder("/sim/joint_states", JointState)
+        time.sleep(0.5)
+        rec.start()
+        first = self.truth.wait().header.stamp.to_sec()
+        done = lambda: self.truth.wait().header.stamp.to_sec() - first > seconds
+        if during is not None:
+            during(done) if during.__code__.co_argcount else during()
+        self.truth.wait(300, lambda m: m.header.stamp.to_sec() - first > seconds)
+        msgs = [m for _, m in rec.stop()]
+        t = np.array([m.header.stamp.to_sec() for m in msgs])
+        q = np.array([[m.position[m.name.index(j)] for j in joints] for m in msgs])
+        keep = np.diff(t) > 0
+        return np.max(np.abs(np.diff(q, axis=0)[keep] / np.diff(t)[keep][:, None]), axis=0), q[-1]
+
+    def test_gripper_stroke_step_ramps_at_the_finger_speed_limit(self):
+        """Regression (issue 19): a stroke step 0 -> 100 mm moved the fingers at 1.7-2.9x the URDF's
+        0.25 m/s (the set-point stepped); HDAS now ramps it at the limit."""
+        finger = "left_gripper_finger_joint1"
+        self.stroke.publish(Float32(0.0))
+        self.fb["feedback_gripper_left"].wait(120, lambda m: m.position[0] < 5.0)
+        speed, end = self.truth_speeds([finger], 1.0, lambda: self.stroke.publish(Float32(100.0)))
+        self.assertAlmostEqual(end[0], 0.05, delta=0.002)
+        self.assertLessEqual(speed[0], 0.25 * 1.05, "finger faster than its URDF velocity limit")
+
+    def test_raw_arm_steps_ramp_at_the_velocity_limit(self):
+        """A raw motor_control step of a radian or more on one joint (a publisher streaming the guide's
+        gains with gravity feed-forward, as a teleoperation program would) reaches the motors as a
+        ramp at the joint's velocity limit, with v_des the ramp's speed: the joint stays near its
+        limit. Measured on the simulated robot without the ramp: 1.4-3.7x the limit (a wrist at
+        18 rad/s); with it 1.00-1.05x, the shoulder pitch 1.25x (the guide's kp 200 with kd capped
+        at 5 by the frame: an underdamped spring overshoots any start; docs/safety.md)."""
+        home = self.arm_left()
+        start = np.array([-1.2, 0.4, -2.0, 0.0, 0.0, 0.0])
+        steps = [0.9, 0.9, 0.9, 1.5, 1.0, 1.5]
+        limits = np.array([3.0, 3.0, 3.0, 5.0, 5.0, 5.0])
+        speeds = []
+        try:
+            for k in range(6):
+                self.move_left_arm(start)
+                target = self.arm_left()
+                target[k] += steps[k]
+
+                def stream(done):
+                    while not done():
+                        self.command_left(target, GUIDE_KP, GUIDE_KD, self.gravity_left(self.arm_left()))
+                        time.sleep(0.01)
+                speed, _ = self.truth_speeds(ARM_JOINTS, 1.0, stream)
+                speeds.append(speed[k])
+        finally:
+            self.move_left_arm(home)
+        ratio = np.array(speeds) / limits
+        rospy.loginfo(f"raw steps: peak speed / velocity limit per joint {ratio.round(2).tolist()}")
+        self.assertTrue(np.all(ratio <= 1.35), f"peak speed / limit {ratio.round(2).tolist()}")
+
+    def fault_report(self, joint, fault, words, topic="arm_left"):
+        """Inject `fault` on `joint`: (report delay in simulated time, the status message). The
+        report is the first feedback_status naming `joint` with every one of `words`."""
+        index = next(i for i, m in enumerate(self.status[topic].wait().errors) if m.name == joint)
+        rec = Recorder(f"/hdas/feedback_status_{topic}", feedback_status)
+        time.sleep(0.5)
+        rec.start()
+        r = self.inject(joint, fault)
+        self.assertTrue(r.success, r.message)
+        shows = lambda m: all(w in m.errors[index].error_description for w in words)
+        self.status[topic].wait(120, shows)
+        first = next(m for _, m in rec.stop() if shows(m))
+        return first.header.stamp.to_sec() - r.stamp.to_sec(), first
+
+    def test_faults_are_reported_within_100_ms_and_named_in_diagnostics(self):
+        """Regression (issue 19): faults showed on feedback_status only at its 1 Hz cadence (0.2-1 s
+        late) and /diagnostics named no joint. A change of a joint's error bits is published at once."""
+        try:
+            delay, msg = self.fault_report("left_arm_joint3", "over_temperature", ["MOTOR_OVER_TEMP"])
+            self.assertLessEqual(delay, 0.1, f"over-temperature reported {delay:.3f} s after it happened")
+            self.assertGreater(delay, -0.01)
+            joints = lambda m: {kv.key: kv.value for s in m.status if s.name == "HDAS: joints left_arm"
+                                for kv in s.values}
+            diag = self.diagnostics.wait(60, lambda m: "left_arm_joint3" in joints(m))
+            self.assertIn("MOTOR_OVER_TEMP", joints(diag)["left_arm_joint3"])
+            level = next(s.level for s in diag.status if s.name == "HDAS: joints left_arm")
+            self.assertEqual(level, 2)
+            delay, _ = self.fault_report("left_arm_joint5", "no_reply", ["RECEIVE_TIMEOUT"])
+            self.assertLessEqual(delay, 0.1, f"a silent motor declared {delay:.3f} s after it fell silent")
+        finally:
+            self.inject("left_arm_joint3", "none")
+            self.inject("left_arm_joint5", "none")
+            self.call("left_arm", 4)
+            self.status["arm_left"].wait(120, lambda m: all(e.error_code == 0 for e in m.errors))
+        joints = lambda m: {kv.key for s in m.status if s.name == "HDAS: joints left_arm" for kv in s.values}
+        self.diagnostics.wait(60, lambda m: "HDAS: joints left_arm" in {s.name for s in m.status}
+                              and joints(m) == {"joints_in_error"})
 
     # -- item 7 + 13: faults --------------------------------------------------------------------
     def test_injected_fault_shows_and_clears_with_4(self):

@@ -35,8 +35,13 @@ class DiagnosticsPublisher:
         self.period = period
         self.name = name
         self.pub = QuietPublisher("/diagnostics", DiagnosticArray, queue_size=2)
+        self._now = threading.Event()
         self.thread = threading.Thread(target=self._run, name="diagnostics", daemon=True)
         self.thread.start()
+
+    def publish_now(self) -> None:
+        """Publish at once (a fault appeared or went), not at the next period; the period goes on."""
+        self._now.set()
 
     def _run(self) -> None:
         next_t = time.monotonic() + self.period
@@ -44,10 +49,11 @@ class DiagnosticsPublisher:
         while not rospy.is_shutdown():
             delay = next_t - time.monotonic()
             if delay > 0:
-                time.sleep(delay)
-                next_t += self.period
+                if not self._now.wait(delay):
+                    next_t += self.period
             else:                              # far behind (a stalled process): no burst to catch up
                 next_t = time.monotonic() + self.period
+            self._now.clear()
             if rospy.is_shutdown():
                 break
             try:

@@ -7,6 +7,8 @@ services to them and publishes at the rates of the stock driver.
 """
 from __future__ import annotations
 
+import math
+import threading
 import time
 from typing import Any, Callable
 
@@ -77,6 +79,7 @@ GRIPPER_TOPICS = {
 BOARD_TOPICS = {"imu_chassis": "chassis_imu_feedback_topic_name", "imu_torso": "torso_imu_feedback_topic_name",
                 "bms": "bms_feedback_topic_name", "remote": "controller_topic_name"}
 SERVICE_WAIT = 10.0  # [s] a function frame's answer (the request itself gives up after 1 s and 50 cycles)
+STATUS_CHECK_PERIOD = 0.02   # [s] error bits are evaluated this often; a change is published at once
 
 
 class HdasNode:
@@ -266,31 +269,81 @@ class HdasNode:
                 gripper = slice(group.n - 1, group.n)
                 self._status_pubs.append((group, gripper, self._pub(GRIPPER_TOPICS[name][3], feedback_status, 2)))
         self._last_counts: dict[str, tuple[float, int, int, int]] = {}
+        self._bus_statuses: list[DiagnosticStatus] = []
+        # per status topic: the codes published last and when (monotonic)
+        self._published: dict[int, tuple[list[int], float]] = {}
+        # per group, joint -> (code, descriptions) of every joint whose code is not 0 (for /diagnostics)
+        self.joint_errors: dict[str, dict[str, tuple[int, list[str]]]] = {g: {} for g in self.groups}
+        self._status_lock = threading.Lock()
         # wall time: a rospy.Timer on the simulated clock wakes on every /clock message (hdas.ros_io)
-        WallTimer(1.0 / self.config.status_rate, self._publish_status, "status")
+        WallTimer(STATUS_CHECK_PERIOD, self._check_status, "status")
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name="HDAS")   # 1 Hz of wall time
 
-    def _publish_status(self, _event: Any) -> None:
+    def _check_status(self, _event: Any) -> None:
+        """Every STATUS_CHECK_PERIOD: each joint's error bits. A status topic is published when a code
+        in it changed (a fault within a period of its cause) and at the stock cadence (status_rate)
+        otherwise; a change also publishes /diagnostics at once."""
         now = time.monotonic()
+        period = 1.0 / self.config.status_rate
         conditions = {g.name: g.conditions(now) for g in self.groups.values()}
-        for group, part, pub in self._status_pubs:
-            msg = feedback_status()
-            msg.header.stamp = rospy.Time.now()
-            msg.name_id = group.name if part.start == 0 else f"{group.name}_gripper"
-            for motor, cond in zip(group.motors[part], conditions[group.name][part]):
-                code = group.table.code(cond)
-                msg.errors.append(feedback_status_detail(motor.joint, code, group.table.describe(code)))
-            pub.publish(msg)
+        changed = []
+        with self._status_lock:
+            for group, part, pub in self._status_pubs:
+                motors = group.motors[part]
+                codes = [group.table.code(c) for c in conditions[group.name][part]]
+                last = self._published.get(id(pub))
+                if last is not None and codes == last[0] and now - last[1] < period:
+                    continue
+                msg = feedback_status()
+                msg.header.stamp = rospy.Time.now()
+                msg.name_id = group.name if part.start == 0 else f"{group.name}_gripper"
+                errors = self.joint_errors[group.name]
+                for motor, code in zip(motors, codes):
+                    words = group.table.describe(code)
+                    msg.errors.append(feedback_status_detail(motor.joint, code, words))
+                    if code:
+                        errors[motor.joint] = (code, words)
+                    else:
+                        errors.pop(motor.joint, None)
+                pub.publish(msg)
+                if last is not None and codes != last[0]:
+                    changed += [f"{m.joint} {hex(c)} {' '.join(group.table.describe(c)) or 'ok'}"
+                                for m, c, old in zip(motors, codes, last[0]) if c != old]
+                self._published[id(pub)] = (codes, now)
+        if changed:
+            rospy.logwarn(f"HDAS: error bits changed: {'; '.join(changed)}")
+            self._diagnostics.publish_now()
         for group in self.groups.values():
             for event in group.take_events():
                 rospy.loginfo(f"HDAS: {event}")
+
+    def _joint_statuses(self) -> list[DiagnosticStatus]:
+        """Per group: each joint in error by name with its code and decoded bits (ERROR; WARN when
+        the only bit is the motor's being disabled)."""
+        out = []
+        with self._status_lock:
+            for name, group in self.groups.items():
+                errors = dict(self.joint_errors[name])
+                level, message = DiagnosticStatus.OK, "no joint in error"
+                if errors:
+                    only_disabled = all(words == ["MOTOR_DISABLE"] for _, words in errors.values())
+                    level = DiagnosticStatus.WARN if only_disabled else DiagnosticStatus.ERROR
+                    message = "in error: " + ", ".join(f"{j} ({' '.join(w)})" for j, (_, w) in errors.items())
+                values = {"joints_in_error": len(errors),
+                          **{j: f"{hex(code)} {' '.join(words)}" for j, (code, words) in errors.items()}}
+                out.append(status(f"HDAS: joints {name}", name, level, message, values))
+        return out
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
         """Per bus: the standard loop keys of its cycle (hdas.loop_stats, on the driver's monotonic
         clock; latency = age of the command sent, from the motor_control message's arrival to its
         frames going out), frames/s each way, load, and the counters (the benchmark and r1_monitor
-        read it)."""
+        read it). Published early (a fault): the bus statuses of the last full period again, so no
+        rate is measured over a few milliseconds."""
         now = time.monotonic()
+        last = min((c[0] for c in self._last_counts.values()), default=-math.inf)
+        if now - last < 0.5 and self._bus_statuses:
+            return self._bus_statuses + self._joint_statuses()
         out = []
         for name, bus in self.buses.items():
             t0, cycles0, sent0, received0 = self._last_counts.get(name, (now, bus.cycles, bus.frames_sent,
@@ -324,7 +377,8 @@ class HdasNode:
                 "unknown_frames": bus.unknown_frames, "overruns": bus.overruns,
                 "feedback_skipped": skipped, "feedback_subscribers_disconnected": cut})
             out.append(status(f"HDAS: bus {name}", bus.spec.channel, level, message, values))
-        return out
+        self._bus_statuses = out
+        return out + self._joint_statuses()
 
     def _bus_error(self, text: str) -> None:
         self.throttle(rospy.logerr, text.split(":")[0], f"HDAS: {text}")

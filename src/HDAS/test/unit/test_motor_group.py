@@ -230,6 +230,32 @@ def test_mit_torque_at_measured_state_is_bounded_by_effort_limit() -> None:
         assert abs(tau) <= LIMITS[m.joint].effort * 1.02 + 0.1, m.joint
 
 
+def measured_torques(rig: Rig) -> np.ndarray:
+    """The MIT law of each frame sent, at the state the group measured last (joint units)."""
+    g = rig.group
+    out = []
+    for c, m, q, w in zip(rig.mit_commands(), rig.spec.motors, g.position, g.velocity):
+        r = m.metres_per_rad
+        out.append((c.kp * (c.p - q / r) + c.kd * (c.v - w / r) + c.tau) / r)
+    return np.array(out)
+
+
+def test_a_torque_step_is_ramped_over_torque_ramp_s() -> None:
+    """A feed-forward step to the effort limit (a raw command, a fuzzer's) is no single kick: the
+    torque sent rises at most effort / 50 ms (with 10 ms of it at once)."""
+    rig = started_arm()
+    effort = np.array([LIMITS[m.joint].effort for m in rig.spec.motors[:6]])
+    rig.group.set_command(ARM_START[:6], [0.0] * 6, [0.0] * 6, [0.0] * 6, effort.tolist(), rig.now)
+    taus = []
+    for _ in range(40):
+        rig.cycle()
+        taus.append([c.tau / m.metres_per_rad for c, m in zip(rig.mit_commands()[:6], rig.spec.motors)])
+    taus = np.array(taus)
+    assert np.all(np.abs(taus[0]) <= effort * (0.01 + DT) / 0.05 * 1.02 + 0.05)
+    assert np.all(np.diff(taus, axis=0) <= effort * DT / 0.05 * 1.02 + 0.05)
+    np.testing.assert_allclose(taus[-1], effort, rtol=0.02)
+
+
 def test_silent_command_stream_holds_last_target() -> None:
     rig = started_arm()
     target = [-1.4, 0.1, -2.7, 0.2, 0.1, 0.0]
@@ -315,12 +341,21 @@ def test_gripper_stroke_command_in_mm() -> None:
         rig.group.set_gripper_stroke(math.nan, rig.now)
 
 
-def sent_positions(rig: Rig, cycles: int) -> np.ndarray:
-    """The MIT p_des sent to each motor over `cycles` cycles, in joint units."""
-    out = []
+def sent_positions(rig: Rig, cycles: int, follow: bool = False) -> np.ndarray:
+    """The MIT p_des sent to each motor over `cycles` cycles, in joint units; `follow`: each motor
+    is at its set-point (and its speed) after each cycle, a perfect servo (a motor that stays put is
+    a blocked joint, and the torque bound then holds the set-point back)."""
+    out, last = [], None
     for _ in range(cycles):
         rig.cycle()
-        out.append([c.p * m.metres_per_rad for c, m in zip(rig.mit_commands(), rig.spec.motors)])
+        cmds = rig.mit_commands()
+        out.append([c.p * m.metres_per_rad for c, m in zip(cmds, rig.spec.motors)])
+        if follow:
+            for c, m in zip(cmds, rig.spec.motors):
+                motor = rig.motors[m.esc_id]
+                speed = 0.0 if last is None else (c.p - last[m.esc_id]) / DT
+                motor.set_state(c.p + motor.zero_offset, speed, rig.now)
+            last = {m.esc_id: c.p for c, m in zip(cmds, rig.spec.motors)}
     return np.array(out)
 
 
@@ -331,7 +366,7 @@ def test_a_stroke_step_becomes_a_ramp_at_the_finger_speed_limit() -> None:
     rig.group.set_gripper_stroke(0.0, rig.now)
     sent_positions(rig, 50)
     rig.group.set_gripper_stroke(100.0, rig.now)
-    p = sent_positions(rig, 150)[:, 6]
+    p = sent_positions(rig, 150, follow=True)[:, 6]
     speed = np.diff(p) / DT
     assert p[-1] == pytest.approx(0.05, abs=1e-4)            # there, in the end
     assert speed.max() <= 0.25 * 1.02                        # (the frame's 16-bit rounding)
@@ -345,14 +380,35 @@ def test_raw_joint_steps_ramp_at_each_joints_velocity_limit() -> None:
     rig = started_arm()
     here = np.array(ARM_START[:6])
     target = np.clip(here + [1.0, 1.0, 1.0, 2.0, -2.0, 2.0], rig.group.limits.lower[:6], rig.group.limits.upper[:6])
-    # gains low enough that the torque bound (the joints here do not move) leaves p_des alone
-    rig.group.set_command(target, [0.0] * 6, [3.0] * 6, [0.0] * 6, [0.0] * 6, rig.now)
-    p = sent_positions(rig, 400)[:, :6]
+    p = []
+    for _ in range(400):                # a live stream (a command stream that stops is held instead)
+        # gains low enough that the torque bound leaves the ramp alone (a bound pulls p_des back
+        # toward the joint, never ahead of the ramp)
+        rig.group.set_command(target, [0.0] * 6, [3.0] * 6, [0.0] * 6, [0.0] * 6, rig.now)
+        p.append(sent_positions(rig, 1, follow=True)[0, :6])
+    p = np.array(p)
     velocity = rig.group.limits.velocity[:6]
     np.testing.assert_allclose(p[-1], target, atol=2e-3)
     for window in (1, 10, 100):
         travel = np.abs(p[window:] - p[:-window]).max(axis=0)
         assert np.all(travel <= velocity * (window * DT + 0.01) * 1.01 + 1e-3), window
+
+
+def test_while_a_set_point_ramps_its_v_des_is_the_ramps_velocity() -> None:
+    """The motor's damping then follows the ramp instead of resisting it (with v_des 0 a stiff
+    shoulder lagged and then overshot the limit to catch up: 5 rad/s for a 3 rad/s ramp)."""
+    rig = started_arm()
+    target = list(ARM_START[:6])
+    target[0] += 0.5                    # joint 1 up, joint 5 down: the others stay
+    target[4] -= 0.5
+    rig.group.set_command(target, [0.0] * 6, [3.0] * 6, [0.0] * 6, [0.0] * 6, rig.now)
+    rig.cycle()
+    v = [c.v for c in rig.mit_commands()[:6]]
+    assert v == pytest.approx([3.0, 0.0, 0.0, 0.0, -5.0, 0.0], abs=0.02)
+    for _ in range(150):
+        rig.group.set_command(target, [0.0] * 6, [3.0] * 6, [0.0] * 6, [0.0] * 6, rig.now)
+        sent_positions(rig, 1, follow=True)
+    assert [c.v for c in rig.mit_commands()[:6]] == pytest.approx([0.0] * 6, abs=0.02)   # there: the command's
 
 
 def test_a_joint_without_stiffness_ramps_from_where_it_is() -> None:
