@@ -338,6 +338,31 @@ class ChassisSimTest(unittest.TestCase):
         self.assertGreater(self.truth.wait().twist.twist.linear.x, 0.25)
         self.wait_stopped()
 
+    def test_g_a_stopped_stream_stops_the_base_within_the_bound(self):
+        """Regression (issue 19): after the last command of a 0.3 m/s stream the base was still at
+        0.13 m/s 0.32 s later and stopped after ~0.54 s (the simulated wheel's speed loop lagged 50
+        ms and overshot into a reversal). The ground truth must be below 0.01 m/s, and stay there,
+        within command_timeout + speed / deceleration limit + 0.05 s."""
+        for speed in (0.3, 1.0):
+            self.wait_stopped()
+            self.drive(twist(vx=1e-3), 1.0)               # modules straight
+            self.drive(twist(vx=speed), 0.5 + speed / ACC_X)
+            truth = Recorder("/sim/odom", Odometry)
+            truth.start()
+            self.cmd.publish(twist(vx=speed))
+            last = rospy.get_time()                       # (its arrival is a little later: conservative)
+            self.wait_sim(1.0 + speed / ACC_X)
+            items = truth.stop()
+            stamps = np.array([m.header.stamp.to_sec() for _, m in items]) - last
+            vx = np.abs([m.twist.twist.linear.x for _, m in items])
+            self.assertGreater(vx[stamps < 0.15].min(), speed * 0.95, "not at speed when the stream stopped")
+            moving = np.flatnonzero(vx >= 0.01)
+            stopped = stamps[moving[-1] + 1] if len(moving) else 0.0     # below 0.01 m/s from then on
+            bound = COMMAND_TIMEOUT + speed / ACC_X + 0.05
+            rospy.loginfo(f"chassis: {speed} m/s stream stopped: base below 0.01 m/s for good {stopped:.3f} s "
+                          f"after the last command (bound {bound:.3f} s)")
+            self.assertLessEqual(stopped, bound)
+
 
 if __name__ == "__main__":
     rostest.rosrun("mobiman", "chassis_sim", ChassisSimTest)

@@ -76,8 +76,10 @@ class SimRobot:
                 else:
                     kind, index = "body", body_joints.index(spec.joint)
                     gains = loops.get(group.kind, {})
+                ki = gains.get("ki_asr")
                 motor = SimMotor(spec.esc_id, spec.mst_id, spec.limits, timeout=timeout_units,
-                                 kp_apr=float(gains.get("kp_apr", 20.0)), kp_asr=float(gains.get("kp_asr", 5.0)))
+                                 kp_apr=float(gains.get("kp_apr", 20.0)), kp_asr=float(gains.get("kp_asr", 5.0)),
+                                 ki_asr=None if ki is None else float(ki))
                 slot = Slot(group.bus, group.name, spec, motor, kind, index)
                 if kind == "gripper":
                     slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))
