@@ -324,6 +324,34 @@ class HdasSimTest(unittest.TestCase):
         rospy.loginfo(f"raw steps: peak speed / velocity limit per joint {ratio.round(2).tolist()}")
         self.assertTrue(np.all(ratio <= 1.35), f"peak speed / limit {ratio.round(2).tolist()}")
 
+    def test_two_commanders_on_one_topic_are_named_and_warned(self):
+        """A second node streaming on a /motion_control topic that another node also streams on makes
+        them fight over the motors: HDAS names both in /diagnostics (HDAS: commanders) and warns."""
+        topic = "/motion_control/position_control_gripper_left"
+        other = subprocess.Popen(["rostopic", "pub", "-r", "20", topic, "std_msgs/Float32", "data: 60.0",
+                                  "__name:=teleop_program"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        commanders = lambda m: next((s for s in m.status if s.name == "HDAS: commanders"), None)
+        try:
+            deadline = time.monotonic() + 120
+            found = None
+            while time.monotonic() < deadline and found is None:
+                self.stroke.publish(Float32(60.0))
+                m = self.diagnostics.wait(10)
+                st = commanders(m)
+                if st is not None and st.level == 1:
+                    found = st
+                time.sleep(0.05)
+            self.assertIsNotNone(found, "no WARN from HDAS: commanders while two nodes stream")
+            listed = next(kv.value for kv in found.values if kv.key == topic)
+            self.assertIn("/teleop_program", listed)
+            self.assertIn(rospy.get_name(), listed)
+            self.assertIn(topic, found.message)
+        finally:
+            other.terminate()
+            other.wait(30)
+        # one commander again: OK once the other has been silent for the active window
+        self.diagnostics.wait(120, lambda m: commanders(m) is not None and commanders(m).level == 0)
+
     def fault_report(self, joint, fault, words, topic="arm_left"):
         """Inject `fault` on `joint`: (report delay in simulated time, the status message). The
         report is the first feedback_status naming `joint` with every one of `words`."""
@@ -343,6 +371,7 @@ class HdasSimTest(unittest.TestCase):
         late) and /diagnostics named no joint. A change of a joint's error bits is published at once."""
         try:
             delay, msg = self.fault_report("left_arm_joint3", "over_temperature", ["MOTOR_OVER_TEMP"])
+            rospy.loginfo(f"faults: over-temperature reported {delay * 1e3:.0f} ms (simulated) after injection")
             self.assertLessEqual(delay, 0.1, f"over-temperature reported {delay:.3f} s after it happened")
             self.assertGreater(delay, -0.01)
             joints = lambda m: {kv.key: kv.value for s in m.status if s.name == "HDAS: joints left_arm"
@@ -352,6 +381,7 @@ class HdasSimTest(unittest.TestCase):
             level = next(s.level for s in diag.status if s.name == "HDAS: joints left_arm")
             self.assertEqual(level, 2)
             delay, _ = self.fault_report("left_arm_joint5", "no_reply", ["RECEIVE_TIMEOUT"])
+            rospy.loginfo(f"faults: silent motor declared {delay * 1e3:.0f} ms (simulated) after it fell silent")
             self.assertLessEqual(delay, 0.1, f"a silent motor declared {delay:.3f} s after it fell silent")
         finally:
             self.inject("left_arm_joint3", "none")

@@ -22,6 +22,7 @@ from std_msgs.msg import Float32
 
 from hdas.boards import Board, make_board
 from hdas.bus import BusLoop, DriverBus, open_bus
+from hdas.commanders import Commanders
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
@@ -85,6 +86,7 @@ STATUS_CHECK_PERIOD = 0.02   # [s] error bits are evaluated this often; a change
 class HdasNode:
     def __init__(self) -> None:
         self.throttle = Throttle()
+        self.commanders = Commanders()      # who sends on each command topic (two at once fight)
         self.topics = {k: rospy.get_param(f"~{k}", v) for k, v in TOPICS.items()}
         try:
             self.config: RobotConfig = parse_config(rospy.get_param("~"))
@@ -196,8 +198,20 @@ class HdasNode:
         return publish
 
     # -- commands and services -------------------------------------------------------------
+    def _heard(self, topic: str, msg: Any) -> None:
+        """Note which node sent a command on `topic`; warn (throttled) while another one is active too."""
+        caller = getattr(msg, "_connection_header", {}).get("callerid", "unknown")
+        now = time.monotonic()
+        if self.commanders.heard(topic, caller, now):
+            nodes = self.commanders.active(topic, now)
+            self.throttle(rospy.logwarn, f"commanders{topic}", f"HDAS: {topic} is commanded by {len(nodes)} nodes at "
+                          f"once: {', '.join(nodes)}; each command undoes the other's (stop all but one)")
+
     def _command_cb(self, group: MotorGroup) -> Callable[[motor_control], None]:
+        topic = self.topics[GROUP_TOPICS[group.name][1]]
+
         def callback(msg: motor_control) -> None:
+            self._heard(topic, msg)
             try:
                 notes = group.set_command(msg.p_des, msg.v_des, msg.kp, msg.kd, msg.t_ff, time.monotonic())
             except CommandError as e:
@@ -210,7 +224,10 @@ class HdasNode:
         return callback
 
     def _gripper_motor_cb(self, group: MotorGroup) -> Callable[[motor_control], None]:
+        topic = self.topics[GRIPPER_TOPICS[group.name][1]]
+
         def callback(msg: motor_control) -> None:
+            self._heard(topic, msg)
             try:
                 fields = [msg.p_des, msg.v_des, msg.kp, msg.kd, msg.t_ff]
                 if any(len(f) != 1 for f in fields):
@@ -226,7 +243,10 @@ class HdasNode:
         return callback
 
     def _gripper_stroke_cb(self, group: MotorGroup) -> Callable[[Float32], None]:
+        topic = self.topics[GRIPPER_TOPICS[group.name][2]]
+
         def callback(msg: Float32) -> None:
+            self._heard(topic, msg)
             try:
                 notes = group.set_gripper_stroke(msg.data, time.monotonic())
             except CommandError as e:
@@ -317,6 +337,19 @@ class HdasNode:
             for event in group.take_events():
                 rospy.loginfo(f"HDAS: {event}")
 
+    def _commander_status(self, now: float) -> DiagnosticStatus:
+        """Every node heard on each command topic in the last minute, with its message count and the
+        age of its last; WARN while a topic has more than one active commander."""
+        report = self.commanders.report(now)
+        crowded = [t for t in report if len(self.commanders.active(t, now)) > 1]
+        values = {topic: ", ".join(f"{n} ({count} msgs, last {age:.1f} s ago)"
+                                   for n, (count, age) in sorted(nodes.items()))
+                  for topic, nodes in sorted(report.items()) if nodes}
+        if crowded:
+            return status("HDAS: commanders", "motion_control", DiagnosticStatus.WARN,
+                          f"more than one node commands {', '.join(crowded)}", values)
+        return status("HDAS: commanders", "motion_control", DiagnosticStatus.OK, "one commander per topic", values)
+
     def _joint_statuses(self) -> list[DiagnosticStatus]:
         """Per group: each joint in error by name with its code and decoded bits (ERROR; WARN when
         the only bit is the motor's being disabled)."""
@@ -343,7 +376,7 @@ class HdasNode:
         now = time.monotonic()
         last = min((c[0] for c in self._last_counts.values()), default=-math.inf)
         if now - last < 0.5 and self._bus_statuses:
-            return self._bus_statuses + self._joint_statuses()
+            return self._bus_statuses + self._joint_statuses() + [self._commander_status(now)]
         out = []
         for name, bus in self.buses.items():
             t0, cycles0, sent0, received0 = self._last_counts.get(name, (now, bus.cycles, bus.frames_sent,
@@ -378,7 +411,7 @@ class HdasNode:
                 "feedback_skipped": skipped, "feedback_subscribers_disconnected": cut})
             out.append(status(f"HDAS: bus {name}", bus.spec.channel, level, message, values))
         self._bus_statuses = out
-        return out + self._joint_statuses()
+        return out + self._joint_statuses() + [self._commander_status(now)]
 
     def _bus_error(self, text: str) -> None:
         self.throttle(rospy.logerr, text.split(":")[0], f"HDAS: {text}")
