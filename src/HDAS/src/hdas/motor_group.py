@@ -37,6 +37,7 @@ from hdas.slew import SlewLimiter
 Frame = tuple[int, bytes]
 
 MISSED_REPLIES = 3         # unanswered cycles (with reply_timeout elapsed) before RECEIVE_TIMEOUT
+GROUP_SILENCE = 0.25      # [s] every motor of a group silent this long: RECEIVE_TIMEOUT (a bus down)
 REQUEST_TIMEOUT = 1.0     # [s] a function frame not confirmed by then fails
 REQUEST_MIN_CYCLES = 50   # ...and at least this many cycles run for it (a stalled machine is no refusal)
 RESEND_PERIOD = 0.05      # [s] special frames are repeated until confirmed
@@ -44,11 +45,12 @@ POSITION_TOLERANCE = 0.02  # [rad] beyond a limit before POS_EXCEED is reported
 VELOCITY_MARGIN = 1.2     # VEL_EXCEED above this multiple of the velocity limit
 REGISTER_REPLY_WINDOW = 0.5   # [s] after a register write to a motor, its echo may still come (consumed, not feedback)
 JUMP_THRESHOLD = 0.5      # [rad] between two replies is a position jump
-TORQUE_RAMP_S = 0.05      # [s] a feed-forward torque moves from zero to the effort limit at the fastest
+TORQUE_RAMP_S = 0.05      # [s] a new command changes a motor's torque from zero to the effort limit at the fastest
+TORQUE_BUCKET_S = 0.005   # [s] of that change that may be spent at once (a /clock step of the simulated robot)
 
 
 class Function(IntEnum):
-    """hdas_msg/FunctionFrame commands."""
+    """hdas_msg/FunctionFrame commands (1-6), and ADOPT, the driver's own first step at start."""
 
     ENABLE = 1
     DISABLE = 2
@@ -56,6 +58,10 @@ class Function(IntEnum):
     CLEAR_ERRORS = 4
     MIT = 5
     PID = 6
+    ADOPT = 100         # not a service command: take over motors a previous driver left running
+
+
+SERVICE_FUNCTIONS = frozenset(f for f in Function if f != Function.ADOPT)
 
 
 @dataclass
@@ -71,6 +77,7 @@ class Request:
     message: str = ""
     then: "Request | None" = None       # follow-up run after success (clear errors -> enable)
     root: "Request | None" = None       # the request the caller waits on, when this is a follow-up
+    waiting_since: float | None = None  # ADOPT: when it began to wait for every motor's first answer
 
     def finish(self, success: bool, message: str) -> None:
         for r in (self, self.root) if self.root is not None else (self,):
@@ -170,14 +177,19 @@ class MotorGroup:
         # MIT set-points move toward their targets at most at the URDF velocity limit: a step in a
         # command (a raw command, a stroke target) becomes a ramp; started from the measured position
         self._slew = SlewLimiter(limits.velocity)
-        self._torque_slew = SlewLimiter(limits.effort / TORQUE_RAMP_S)
+        self._last_sent: Command | None = None     # the MIT command sent last cycle (after every bound)
+        self._torque_clock: float | None = None
+        self._torque_budget = np.zeros(n)
         self._timed_out = False
         self.sent_stamp: float | None = None     # arrival (driver clock) of the live command last sent
         self._requests: list[Request] = []
+        # at start: motors all enabled in the boot mode (a driver before this one died, and they
+        # run its last command) are adopted where they are; otherwise disable, mode, enable
+        self._adopted_torque: np.ndarray | None = None    # what they pushed when adopted: the hold keeps it
         if enable_on_start:
             start = Request(Function.DISABLE)
             start.then = Request(Function.PID if self.mode == "pid" else Function.MIT, then=Request(Function.ENABLE))
-            self._requests.append(start)
+            self._requests.append(Request(Function.ADOPT, then=start))
         self.events: list[str] = []   # human-readable happenings for the node to log
         # The robot's clock (ROS time; simulated time on the simulated robot), set by the node.
         # A command goes stale only when old in both clocks: on simulated time running slower
@@ -346,6 +358,9 @@ class MotorGroup:
             if refusal:
                 self._complete(req, False, refusal)
                 return []
+            if req.function == Function.ADOPT and not np.all(self.status == Status.ENABLED):
+                self._decline(req, "not every motor is enabled and free of faults")
+                return []
             req.deadline = now + REQUEST_TIMEOUT
             self._start(req)
         req.cycles += 1
@@ -355,12 +370,15 @@ class MotorGroup:
             return []
         if now > req.deadline and req.cycles >= REQUEST_MIN_CYCLES:
             joints = ", ".join(f"{self.motors[i].joint} (status {self._status_name(i)})" for i in missing)
-            self._complete(req, False, f"{self.name}: {req.function.name.lower()} not confirmed by {joints}")
+            if req.function == Function.ADOPT:
+                self._decline(req, f"the control mode of {joints} is not {self._target_mode}")
+            else:
+                self._complete(req, False, f"{self.name}: {req.function.name.lower()} not confirmed by {joints}")
             return []
         if now - req.last_sent < RESEND_PERIOD:
             return [(damiao.REGISTER_ID, damiao.encode_status_request(m.esc_id)) for m in self.motors]
         req.last_sent = now
-        if req.function in (Function.MIT, Function.PID):          # register writes: echoes follow
+        if req.function in (Function.MIT, Function.PID, Function.ADOPT):   # register writes/reads: echoes follow
             self._register_until[:] = now + REGISTER_REPLY_WINDOW
         return [self._request_frame(req.function, i) for i in range(self.n)]
 
@@ -376,12 +394,17 @@ class MotorGroup:
         elif f in (Function.MIT, Function.PID):
             self._mode_echo[:] = False
             self._target_mode = "pid" if f == Function.PID else "mit"
+        elif f == Function.ADOPT:
+            self._mode_echo[:] = False
+            self._target_mode = self.mode
 
     def _forget_commands(self) -> None:
         """Drop the commands and the hold: the group holds where it is until a new command comes."""
         self._command = self._gripper = self._hold = None
+        self._adopted_torque = None
         self._gripper_streamed = False
         self._slew.reset()
+        self._last_sent = self._torque_clock = None
 
     def _request_frame(self, function: Function, i: int) -> Frame:
         esc = self.motors[i].esc_id
@@ -393,6 +416,8 @@ class MotorGroup:
             return esc, damiao.SET_ZERO
         if function == Function.CLEAR_ERRORS:
             return esc, damiao.CLEAR_ERROR
+        if function == Function.ADOPT:
+            return damiao.REGISTER_ID, damiao.encode_register_read(esc, damiao.Register.CTRL_MODE)
         mode = self.motor_modes(self._target_mode)[i]
         return damiao.REGISTER_ID, damiao.encode_register_write(esc, damiao.Register.CTRL_MODE, int(mode))
 
@@ -410,7 +435,32 @@ class MotorGroup:
             ok = self._mode_echo
         return [int(i) for i in np.flatnonzero(~ok)]
 
+    def _decline(self, req: Request, why: str) -> None:
+        """ADOPT gives way to its follow-up (disable, mode, enable): the motors are started afresh."""
+        self._requests.pop(0)
+        self.events.append(f"{self.name}: not adopting the motors as they are ({why}): starting them")
+        follow = req.then
+        if follow is not None:
+            follow.done = req.done
+            follow.root = req.root or req
+            self._requests.insert(0, follow)
+        else:
+            req.finish(False, why)
+
+    def _adopt(self) -> None:
+        """Take over motors that run a previous driver's last command: hold them where they are with
+        the torque they apply now (their gravity load, a grip), so nothing sags or lets go."""
+        self.mode = self._target_mode
+        self.want_enabled = True
+        self._forget_commands()
+        self._adopted_torque = np.clip(self.effort, -self.limits.effort, self.limits.effort)
+
     def _complete(self, req: Request, success: bool, message: str) -> None:
+        if success and req.function == Function.ADOPT:
+            self._adopt()
+            req.then = None
+            message = (f"{self.name}: adopted its motors, enabled in {self.mode} mode (a driver before this one "
+                       f"left them running): holding where they are with the torque they apply")
         self._requests.pop(0)
         if success and req.function in (Function.MIT, Function.PID, Function.CALIBRATE):
             if req.function != Function.CALIBRATE:
@@ -443,6 +493,12 @@ class MotorGroup:
         with self._lock:
             self.sent_stamp = None
             self.unanswered += 1
+            if self._requests and self._requests[0].function == Function.ADOPT and np.isnan(self.position).any():
+                req = self._requests[0]
+                req.waiting_since = now if req.waiting_since is None else req.waiting_since
+                req.cycles += 1
+                if now - req.waiting_since > self.reply_timeout and req.cycles >= MISSED_REPLIES:
+                    self._decline(req, "a motor has not answered")
             if self._requests and not np.isnan(self.position).any():
                 frames = self._run_request(self._requests[0], now)
                 if frames:
@@ -487,7 +543,8 @@ class MotorGroup:
         if self.mode == "pid":
             ratio = np.minimum(1.0, self.limits.effort[:nj] / self.tmax[:nj])
             return Command(p, self.limits.velocity[:nj] * 0.2, np.zeros(nj), np.zeros(nj), ratio, now)
-        return Command(p, np.zeros(nj), np.array(self.spec.hold_kp), np.array(self.spec.hold_kd), np.zeros(nj), now)
+        t = np.zeros(nj) if self._adopted_torque is None else self._adopted_torque[:nj]
+        return Command(p, np.zeros(nj), np.array(self.spec.hold_kp), np.array(self.spec.hold_kd), t, now)
 
     def _gripper_command(self, now: float) -> Command:
         i = self.n - 1
@@ -508,8 +565,9 @@ class MotorGroup:
                                         np.ones(1) * min(1.0, self.limits.effort[i] * self.ratio[i] / self.tmax[i]), now)
             else:
                 g, r2 = self.spec.params, self.ratio[i] ** 2
+                t = np.zeros(1) if self._adopted_torque is None else self._adopted_torque[i:]
                 self._gripper = Command(np.array([p]), np.zeros(1), np.array([g["hold_kp"] / r2]),
-                                        np.array([g["hold_kd"] / r2]), np.zeros(1), now)
+                                        np.array([g["hold_kd"] / r2]), t, now)
         return self._gripper
 
     def _command_frames(self, now: float) -> list[Frame]:
@@ -525,36 +583,67 @@ class MotorGroup:
             return [(damiao.command_id(m.esc_id, ControlMode.FORCE_POS),
                      damiao.encode_force_pos(p / ri, v / ri, t))
                     for m, p, v, t, ri in zip(self.motors, cmd.p, cmd.v, cmd.t, r)]
-        p, v, t = self._ramped(cmd, now)
-        p, v, t = self._torque_bounded(replace(cmd, p=p, v=v, t=t))
+        robot_now = self._robot_now()
+        p, v = self._ramped(cmd, now)
+        cmd = self._torque_rate_bounded(replace(cmd, p=p, v=v), now if robot_now is None else robot_now)
+        self._slew.position = cmd.p          # a set-point held back by the rate bound ramps on from there
+        p, v, t = self._torque_bounded(cmd)
+        self._last_sent = replace(cmd, p=p, v=v, t=t)
         r2 = r * r
         encode = damiao.encode_mit
         return [(m.esc_id, encode(pi, vi, kpi, kdi, ti, m.limits)) for m, pi, vi, kpi, kdi, ti in
                 zip(self.motors, (p / r).tolist(), (v / r).tolist(), (cmd.kp * r2).tolist(), (cmd.kd * r2).tolist(),
                     (t * r).tolist())]
 
-    def _ramped(self, cmd: Command, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """cmd's p, v and t as they may go out this cycle (MIT): each set-point moves toward its
-        target at most at the joint's velocity limit, and each feed-forward torque at most at effort
-        / TORQUE_RAMP_S, on the robot's clock (the ramp must hold in the time the joints move in:
-        simulated time on the simulated robot). So a step in a command (a raw command, a stroke
-        target, a fuzzer's) becomes a ramp, and no single frame kicks a joint. While a set-point is
-        held back its v_des is the ramp's velocity: the motor's damping then follows the ramp instead
-        of resisting it, and a stiff joint does not build up a lag that it overshoots the limit to
-        make up (measured: 5 rad/s on a shoulder whose set-point ramped at 3 with v_des 0).
-        A motor without stiffness (kp = 0) has its set-point follow its measured position, so that a
-        stiff command after it ramps from where the joint is."""
+    def _ramped(self, cmd: Command, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """cmd's p and v as they may go out this cycle (MIT): each set-point moves toward its target at
+        most at the joint's velocity limit, on the robot's clock (the ramp must hold in the time the
+        joints move in: simulated time on the simulated robot). So a step in a command (a raw
+        command, a stroke target) becomes a ramp. While a set-point is held back its v_des is the
+        ramp's velocity: the motor's damping then follows the ramp instead of resisting it, and a
+        stiff joint does not build up a lag that it overshoots the limit to make up (measured: 5 rad/s
+        on a shoulder whose set-point ramped at 3 with v_des 0). A motor without stiffness (kp = 0)
+        has its set-point follow its measured position, so that a stiff command after it ramps from
+        where the joint is."""
         here = np.clip(self.position, self.limits.lower, self.limits.upper)
         robot_now = self._robot_now()
-        clock = now if robot_now is None else robot_now
         if self._slew.position is None:
             self._slew.reset(here)
-            self._torque_slew.reset(np.zeros(self.n))       # enabled, or a new mode: the motors push nothing
         self._slew.follow(cmd.kp <= 0, here)
-        p = self._slew.step(cmd.p, clock)
+        p = self._slew.step(cmd.p, now if robot_now is None else robot_now)
         ramping = (p != cmd.p) & (cmd.kp > 0)
         v = np.where(ramping, np.sign(cmd.p - p) * self.limits.velocity, cmd.v) if ramping.any() else cmd.v
-        return p, v, self._torque_slew.step(cmd.t, clock)
+        return p, v
+
+    def _torque_rate_bounded(self, cmd: Command, clock: float) -> Command:
+        """`cmd` moved from last cycle's command only so far that the torque it asks for at the measured
+        state changes by at most effort / TORQUE_RAMP_S a second of the robot's clock (a token bucket
+        holding TORQUE_BUCKET_S of it, as `hdas.slew`: simulated time advances in /clock steps). So no
+        single frame kicks a joint, whatever changes at once (a feed-forward step, stiffness raised to
+        500, v_des at the limit): a light wrist given its 7 N·m effort for one 10 ms cycle gains 10
+        rad/s. The blend moves every field (p, v, kp, kd, t) by the same share toward the new command.
+        A joint pushed by the world meets the same command, so its stiffness is untouched: only the
+        change of command is bounded."""
+        prev = self._last_sent
+        rate = self.limits.effort / TORQUE_RAMP_S
+        if prev is None or self._torque_clock is None:    # enabled, or a new mode: from what the motors do now
+            t0 = np.zeros(self.n) if self._adopted_torque is None else self._adopted_torque
+            prev = Command(cmd.p, cmd.v, np.zeros(self.n), np.zeros(self.n), t0, cmd.stamp)
+            self._torque_budget = np.zeros(self.n)
+            self._torque_clock = clock
+        dt = min(max(clock - self._torque_clock, 0.0), 1.0)
+        self._torque_clock = clock
+        budget = np.minimum(self._torque_budget + rate * dt, rate * TORQUE_BUCKET_S)
+        q, w = self.position, self.velocity
+        law = lambda c: c.kp * (c.p - q) + c.kd * (c.v - w) + c.t
+        change = np.abs(law(cmd) - law(prev))
+        share = np.where(change > budget, budget / np.maximum(change, 1e-12), 1.0)
+        self._torque_budget = budget - share * change
+        if np.all(share == 1.0):
+            return cmd
+        mix = lambda a, b: a + share * (b - a)
+        return replace(cmd, p=mix(prev.p, cmd.p), v=mix(prev.v, cmd.v), kp=mix(prev.kp, cmd.kp),
+                       kd=mix(prev.kd, cmd.kd), t=mix(prev.t, cmd.t))
 
     def _torque_bounded(self, cmd: Command) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Move p_des (then v_des, then t_ff) so kp·Δp + kd·Δv + t_ff at the last measured state
@@ -578,9 +667,13 @@ class MotorGroup:
             over = np.abs(tau) > eff * (1 + 1e-9)
             target = np.sign(tau) * eff
             fix_v = over & (cmd.kd > 0)
-            v[fix_v] = (self.velocity + (target - spring - t) / cmd.kd)[fix_v]
-            fix_t = over & ~fix_v
-            t[fix_t] = (target - spring - cmd.kd * (v - self.velocity))[fix_t]
+            # v_des stays within the velocity limit too: a v_des beyond it, to make the damping term
+            # take up a bound, would drive the joint to it (a wrist at its stop reached 22 rad/s)
+            vel = self.limits.velocity
+            v[fix_v] = np.clip(self.velocity + (target - spring - t) / cmd.kd, -vel, vel)[fix_v]
+            tau = spring + cmd.kd * (v - self.velocity) + t
+            fix_t = np.abs(tau) > eff * (1 + 1e-9)
+            t[fix_t] = (np.sign(tau) * eff - spring - cmd.kd * (v - self.velocity))[fix_t]
         return p, v, t
 
     # -- feedback --------------------------------------------------------------------------
@@ -595,7 +688,7 @@ class MotorGroup:
                 if reply is not None and reply.esc_id == self.motors[i].esc_id:
                     # a register echo, also one that comes after its request completed: never feedback
                     if (reply.rid == damiao.Register.CTRL_MODE and self._requests
-                            and self._requests[0].function in (Function.MIT, Function.PID)):
+                            and self._requests[0].function in (Function.MIT, Function.PID, Function.ADOPT)):
                         want = self.motor_modes(self._target_mode)[i]
                         self._mode_echo[i] = int(reply.value) == int(want)
                     return True
@@ -628,12 +721,19 @@ class MotorGroup:
         with self._lock:
             out = []
             lim = self.limits
+            # The newest reply of the group: a motor is silent when the others answered since, later than
+            # reply_timeout after its own last reply. A stall of this process (a busy machine: its replies
+            # wait in the socket) delays every motor's alike and is no silent motor; the whole group
+            # silent (a bus down) is reported once it lasts GROUP_SILENCE.
+            answered = self.stamp[np.isfinite(self.stamp)]
+            newest = float(answered.max()) if answered.size else -math.inf
+            group_silent = now - newest > max(GROUP_SILENCE, self.reply_timeout)
             for i in range(self.n):
                 c: set[Condition] = set()
                 if self.stamp[i] == -math.inf:
                     c.add(Condition.DISCONNECTED)
-                elif now - self.stamp[i] > self.reply_timeout and self.unanswered[i] >= MISSED_REPLIES:
-                    # both: a pause of our own process (a busy machine) is not a silent motor
+                elif self.unanswered[i] >= MISSED_REPLIES and (
+                        newest - self.stamp[i] > self.reply_timeout or group_silent):
                     c.add(Condition.RECEIVE_TIMEOUT)
                 else:
                     try:
@@ -689,10 +789,18 @@ class ChassisGroup(MotorGroup):
         if enable_on_start:
             start = Request(Function.DISABLE)
             start.then = Request(Function.MIT, then=Request(Function.ENABLE))
-            self._requests = [start]
+            self._requests = [Request(Function.ADOPT, then=start)]
 
     def motor_modes(self, mode: str) -> list[ControlMode]:
         return [ControlMode.FORCE_POS] * self.modules + [ControlMode.VEL] * self.modules
+
+    def _adopt(self) -> None:
+        """Adopted modules keep their steering and ramp their wheels down from the speed they turn at."""
+        super()._adopt()
+        m = self.modules
+        self._steer_target = np.clip(self.position[:m], self.limits.lower[:m], self.limits.upper[:m])
+        self._wheel_sent = self.velocity[m:] * self.radius
+        self._wheel_target = np.zeros(m)
 
     def set_command(self, p: Sequence[float], v: Sequence[float], kp: Sequence[float], kd: Sequence[float],
                     t: Sequence[float], now: float) -> list[str]:

@@ -25,8 +25,8 @@ from hdas.bus import BusLoop, DriverBus, open_bus
 from hdas.commanders import Commanders
 from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
 from hdas.diagnostics import DiagnosticsPublisher, status
-from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
-from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
+from hdas.motor_group import SERVICE_FUNCTIONS, ChassisGroup, CommandError, Function, MotorGroup
+from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
 from hdas.urdf_limits import limit_arrays, read_limits
 
@@ -262,6 +262,8 @@ class HdasNode:
         def callback(req: FunctionFrameRequest) -> FunctionFrameResponse:
             try:
                 function = Function(req.command)
+                if function not in SERVICE_FUNCTIONS:
+                    raise ValueError(function)
             except ValueError:
                 return FunctionFrameResponse(False, f"unknown command {req.command}: 1 enable, 2 disable, "
                                                     "3 calibrate, 4 clear errors, 5 MIT, 6 PID")
@@ -327,11 +329,12 @@ class HdasNode:
                         errors.pop(motor.joint, None)
                 pub.publish(msg)
                 if last is not None and codes != last[0]:
-                    changed += [f"{m.joint} {hex(c)} {' '.join(group.table.describe(c)) or 'ok'}"
+                    changed += [(c, f"{m.joint} {hex(c)} {' '.join(group.table.describe(c)) or 'ok'}")
                                 for m, c, old in zip(motors, codes, last[0]) if c != old]
                 self._published[id(pub)] = (codes, now)
         if changed:
-            rospy.logwarn(f"HDAS: error bits changed: {'; '.join(changed)}")
+            log = rospy.logwarn if any(c for c, _ in changed) else rospy.loginfo     # a recovery is news, no alarm
+            log(f"HDAS: error bits changed: {'; '.join(text for _, text in changed)}")
             self._diagnostics.publish_now()
         for group in self.groups.values():
             for event in group.take_events():
@@ -431,6 +434,7 @@ class HdasNode:
 
 def main() -> None:
     rospy.init_node("HDAS")
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     node = HdasNode()
     node.start()
     rospy.on_shutdown(node.stop)
