@@ -8,5 +8,5 @@ R1_LOG_TAG=mobiman_chassis
 r1_wait_master
 r1_say "waiting for the driver /HDAS"
 r1_wait_node /HDAS
-r1_say "roslaunch mobiman r1_chassis_control.launch"
-exec roslaunch mobiman r1_chassis_control.launch
+r1_say "roslaunch mobiman r1_chassis_control.launch robot_tf:=true"
+exec roslaunch mobiman r1_chassis_control.launch robot_tf:=true

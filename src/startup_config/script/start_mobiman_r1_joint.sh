@@ -9,5 +9,5 @@ r1_wait_master
 r1_say "waiting for the driver /HDAS"
 r1_wait_node /HDAS
 # The chassis pane's pose estimator publishes /joint_states (the vendor's split): one publisher only.
-r1_say "roslaunch mobiman r1_jointTrackerdemo.launch feedback_joint_states:=false"
-exec roslaunch mobiman r1_jointTrackerdemo.launch feedback_joint_states:=false
+r1_say "roslaunch mobiman r1_jointTrackerdemo.launch feedback_joint_states:=false state_publisher:=false"
+exec roslaunch mobiman r1_jointTrackerdemo.launch feedback_joint_states:=false state_publisher:=false

@@ -18,6 +18,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
 from hdas.ros_io import QuietPublisher
 
+FIRST_REPORT_S = 0.2     # [s] after start, the first report
+
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 
 
@@ -44,7 +46,8 @@ class DiagnosticsPublisher:
         self._now.set()
 
     def _run(self) -> None:
-        next_t = time.monotonic() + self.period
+        # the first report soon after start (a restarted node is seen to be back at once), then every period
+        next_t = time.monotonic() + min(self.period, FIRST_REPORT_S)
         failures = 0
         while not rospy.is_shutdown():
             delay = next_t - time.monotonic()

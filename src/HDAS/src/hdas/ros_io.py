@@ -162,3 +162,26 @@ class WallTimer:
 
     def shutdown(self) -> None:
         self._stop.set()
+
+
+STOP_WITHIN = 3.0     # [s] after ROS shuts down (SIGINT), a node's process is gone by then
+
+
+def stop_within(seconds: float = STOP_WITHIN) -> None:
+    """Make sure this process ends within `seconds` once ROS shuts it down (roslaunch's SIGINT, Ctrl-C).
+
+    rospy exits when its threads and the caller's loop do; a thread blocked in a library call, or a
+    shutdown hook waiting on one, kept a node alive for 15 s now and then, and roslaunch escalated to
+    SIGTERM then SIGKILL (once in about a dozen whole-stack stops on a loaded machine). Registered
+    first, this hook starts a daemon timer that ends the process (exit status 0, with a line on
+    stderr) if it is still there after `seconds`."""
+    def arm(*_args: Any) -> None:
+        def stop() -> None:
+            time.sleep(seconds)
+            import os
+            import sys
+            sys.stderr.write(f"{rospy.get_name()}: still running {seconds:g} s after shutdown: exiting now\n")
+            sys.stderr.flush()
+            os._exit(0)
+        threading.Thread(target=stop, name="stop_within", daemon=True).start()
+    rospy.on_shutdown(arm)

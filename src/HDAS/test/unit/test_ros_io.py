@@ -32,3 +32,43 @@ def test_wall_timer_refuses_a_zero_period():
     import pytest
     with pytest.raises(ValueError):
         WallTimer(0.0, lambda e: None)
+
+
+def test_stop_within_ends_a_node_that_hangs_at_shutdown(tmp_path):
+    """A node whose shutdown hangs (here a thread that never returns, as a blocked library call) is gone
+    within stop_within's seconds of its SIGINT: roslaunch never has to escalate to SIGTERM."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:                 # a free port for a master of our own
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, ROS_MASTER_URI=f"http://localhost:{port}", ROS_HOME=str(tmp_path))
+    core = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    node = tmp_path / "hanging_node.py"
+    node.write_text(
+        "import threading, time, rospy\n"
+        "from hdas.ros_io import stop_within\n"
+        "rospy.init_node('hanging_node')\n"
+        "stop_within(1.0)\n"
+        "threading.Thread(target=lambda: time.sleep(3600)).start()   # not a daemon: Python waits for it\n"
+        "print('ready', flush=True)\n"
+        "rospy.spin()\n")
+    try:
+        proc = subprocess.Popen([sys.executable, str(node)], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        took = time.monotonic() - t0
+        assert took < 3.0, f"{took:.1f} s"
+        assert proc.returncode == 0
+        assert "still running 1 s after shutdown: exiting now" in proc.stderr.read()
+    finally:
+        core.terminate()
+        core.wait(10)

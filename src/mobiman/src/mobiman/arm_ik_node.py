@@ -22,16 +22,48 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from tf2_msgs.msg import TFMessage
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher, WallTimer
+from hdas.ros_io import QuietPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
-from hdas.validation import data_time
+from hdas.validation import InputError, data_time, transform
 from mobiman.arm_ik_stream import (READY_PENDING, TF_MAX_AGE, TF_MAX_AHEAD, ArmPoseStream, Dropped, StreamConfig,
                                    compose, format_pose, pose_to_se3, target_frame)
 
 SIDES = ("left", "right")
+
+
+class CheckedTransformListener:
+    """tf2_ros.TransformListener's job, with every transform checked first (hdas.validation.transform):
+    anyone can publish on /tf, and tf2 stores what it is given, NaNs and stamps that later abort a
+    lookup included. Refused transforms are counted and logged (throttled)."""
+
+    def __init__(self, buffer: tf2_ros.Buffer, name: str, throttle: Throttle):
+        self.buffer, self.name, self.throttle = buffer, name, throttle
+        self.refused = 0
+        self.last_time = rospy.Time.now()
+        self.subs = [rospy.Subscriber("/tf", TFMessage, self._on_tf, False, queue_size=10),
+                     rospy.Subscriber("/tf_static", TFMessage, self._on_tf, True, queue_size=10)]
+
+    def _on_tf(self, msg: TFMessage, static: bool) -> None:
+        now = rospy.Time.now()
+        if not static and now < self.last_time - rospy.Duration(1.0):      # the clock went back: as tf2_ros
+            self.buffer.clear()
+        self.last_time = now
+        who = msg._connection_header.get("callerid", "default_authority")
+        for t in msg.transforms:
+            tr, rot = t.transform.translation, t.transform.rotation
+            try:
+                t.header.frame_id, t.child_frame_id = transform(
+                    (tr.x, tr.y, tr.z), (rot.x, rot.y, rot.z, rot.w), t.header.stamp.to_sec(), t.header.frame_id,
+                    t.child_frame_id, now.to_sec(), static)
+            except InputError as e:
+                self.refused += 1
+                self.throttle(rospy.logwarn, "tf", f"{self.name}: transform from {who} refused: {e}")
+                continue
+            (self.buffer.set_transform_static if static else self.buffer.set_transform)(t, who)
 
 
 class ArmIkNode:
@@ -72,7 +104,7 @@ class ArmIkNode:
         # started by the first target in another frame (_lookup): /tf reaches every subscriber at
         # its full rate (the chassis odometry at 200 Hz, robot_state_publisher at 50 Hz), and a
         # node that only gets targets in its base frame, as in the guide, need not pay for it
-        self.tf_listener: tf2_ros.TransformListener | None = None
+        self.tf_listener: CheckedTransformListener | None = None
         self.tf_start_lock = threading.Lock()
         self.tf_wait = float(p.get("tf_wait_s", 1.0))
         self.out = QuietPublisher(p.get("joint_target_topic", f"/motion_target/target_joint_state_arm_{side}"),
@@ -187,7 +219,7 @@ class ArmIkNode:
         latest; None when tf2 has none (or what it has is not a pose)."""
         with self.tf_start_lock:     # both pose topics' threads may bring the first such target
             if self.tf_listener is None:
-                self.tf_listener = tf2_ros.TransformListener(self.tf_buffer)
+                self.tf_listener = CheckedTransformListener(self.tf_buffer, self.name, self.throttle)
                 rospy.loginfo(f"{self.name}: a target in frame '{frame}': listening to /tf from now on (waiting "
                               f"up to {self.tf_wait:g} s for the first transform)")
                 try:
@@ -236,13 +268,15 @@ class ArmIkNode:
             level, message, summary = self.core.summary(now, time.monotonic())
             dropped = self.core.dropped
             errors = dropped["error"] + dropped["solver"] + self.nan_out
+        refused = self.tf_listener.refused if self.tf_listener is not None else 0
         values = self.stats.values(now, {"dropped": summary["targets_dropped"], "clamped": self.normalized,
-                                         "errors": errors, **summary})
+                                         "errors": errors, **summary, "transforms_refused": refused})
         return [status(f"{self.name}: {self.side} arm pose control", f"{self.side}_arm",
                        DiagnosticStatus.WARN if level else DiagnosticStatus.OK, message, values)]
 
 
 def main() -> None:
     rospy.init_node("r1_arm_relaxed_ik")
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     ArmIkNode()
     rospy.spin()

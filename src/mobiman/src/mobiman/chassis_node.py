@@ -32,7 +32,7 @@ from tf2_msgs.msg import TFMessage
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import DirectPublisher, WallTimer
+from hdas.ros_io import DirectPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
 from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
@@ -284,5 +284,6 @@ class ChassisControlNode:
 
 def main() -> None:
     rospy.init_node("r1_chassis_control")
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     ChassisControlNode()
     rospy.spin()

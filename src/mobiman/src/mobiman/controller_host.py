@@ -15,6 +15,8 @@ import importlib
 
 import rospy
 
+from hdas.ros_io import stop_within
+
 # kind -> (module, class)
 KINDS: dict[str, tuple[str, str]] = {
     "joint_tracker": ("mobiman.tracker_node", "JointTrackerNode"),
@@ -47,6 +49,7 @@ def parse_modules(entries: list[str]) -> list[tuple[str, str]]:
 
 def main() -> None:
     rospy.init_node("mobiman_controllers")
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     modules = parse_modules(rospy.get_param("~modules", []))
     hosted = []
     for kind, name in modules:

@@ -6,8 +6,11 @@ A thin ROS wrapper around `mobiman.eepose`: every /hdas/feedback_torso message g
 feedback's stamp. Bad feedback is dropped with a throttled log. A node that falls behind (a
 busy machine) computes only the newest feedback rospy kept for it (queue_size) and counts the
 messages it never got from the gaps in their sequence numbers (`missed_feedback`). It also merges all feedback
-into /joint_states (`mobiman.joint_state_merge`) at a fixed rate, so robot_state_publisher
-draws the whole robot, and reports on /diagnostics at 1 Hz.
+into /joint_states (`mobiman.joint_state_merge`) at a fixed rate and, with `~publish_tf` (the
+whole stack sets it), publishes the robot's TF from that checked state (`mobiman.tf_tree`: the fixed
+joints once on /tf_static, the moving ones on /tf at the same rate) in place of ROS's
+robot_state_publisher, which a /joint_states message from anyone can abort; it reports on
+/diagnostics at 1 Hz.
 """
 from __future__ import annotations
 
@@ -22,18 +25,20 @@ import numpy as np
 import rospkg
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseStamped, TransformStamped
 from sensor_msgs.msg import JointState
+from tf2_msgs.msg import TFMessage
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
+from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
 from hdas.sequence import SequenceGaps
 from hdas.throttle import Throttle
 from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
 from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.tf_tree import TfTree, Transform
 
 NODE = "fk_calculator"
 
@@ -69,7 +74,7 @@ class EePoseNode:
             Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
         joint_groups, frame_table = load_group_config(groups_file)
         self.joint_groups = joint_groups
-        urdf = self._urdf(p)
+        urdf = self._urdf_xml = self._urdf(p)
         try:
             self.estimator = PoseEstimator(RobotModel(urdf, joint_groups), Frames.from_table(frame_table))
         except (KeyError, ValueError) as e:
@@ -171,6 +176,12 @@ class EePoseNode:
         self.merger = JointStateMerger(wheels, float(p.get("wheel_radius", 0.07)), ranges)
         self.joint_states_pub = QuietPublisher(p.get("joint_states_topic", "/joint_states"), JointState,
                                                 queue_size=1)
+        # the robot's TF from this merged state (robot_state_publisher's job, from checked values only)
+        self.tf_tree = TfTree(self._urdf_xml) if bool(p.get("publish_tf", False)) else None
+        if self.tf_tree is not None:
+            self.tf_pub = DirectPublisher("/tf", TFMessage)
+            self.tf_static_pub = QuietPublisher("/tf_static", TFMessage, queue_size=1, latch=True)
+            self.tf_static_pub.publish(TFMessage([self._transform(t, rospy.Time.now()) for t in self.tf_tree.fixed()]))
         rospy.Subscriber(p.get("chassis_feedback_topic", "/hdas/feedback_chassis"), JointState, self._on_chassis,
                          queue_size=1)
         rate = float(p.get("joint_states_rate_hz", 50.0))
@@ -192,6 +203,16 @@ class EePoseNode:
             self.merger.add_chassis(msg.name, msg.position, msg.velocity, stamp)
             self.merged_stamps["chassis"] = stamp
 
+    @staticmethod
+    def _transform(t: Transform, stamp: rospy.Time) -> TransformStamped:
+        parent, child, (x, y, z), (qx, qy, qz, qw) = t
+        out = TransformStamped()
+        out.header.stamp, out.header.frame_id, out.child_frame_id = stamp, parent, child
+        out.transform.translation.x, out.transform.translation.y, out.transform.translation.z = x, y, z
+        r = out.transform.rotation
+        r.x, r.y, r.z, r.w = qx, qy, qz, qw
+        return out
+
     def _publish_joint_states(self, _event: Any) -> None:
         t0 = time.perf_counter()
         with self.merger_lock:
@@ -201,6 +222,9 @@ class EePoseNode:
             msg = JointState(name=names, position=positions, velocity=velocities)
             msg.header.stamp = rospy.Time.now()
             self.joint_states_pub.publish(msg)
+            if self.tf_tree is not None:
+                moving = self.tf_tree.moving(dict(zip(names, positions)))
+                self.tf_pub.publish(TFMessage([self._transform(t, msg.header.stamp) for t in moving]))
             sent = msg.header.stamp.to_sec()
             self.joint_states_stats.tick(sent, time.perf_counter() - t0,
                                          sent - oldest if oldest is not None else float("nan"))
@@ -232,5 +256,6 @@ class EePoseNode:
 
 def main() -> None:
     rospy.init_node(NODE)
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     EePoseNode()
     rospy.spin()

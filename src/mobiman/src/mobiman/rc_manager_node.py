@@ -20,7 +20,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher, WallTimer
+from hdas.ros_io import QuietPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
 from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 from mobiman.rc_manager import RcConfig, RcManager, Sticks
@@ -138,5 +138,6 @@ class RcManagerNode:
 
 def main() -> None:
     rospy.init_node(NODE)
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     RcManagerNode()
     rospy.spin()

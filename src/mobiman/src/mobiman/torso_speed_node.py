@@ -28,7 +28,7 @@ from sensor_msgs.msg import JointState
 
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer
+from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
 from hdas.validation import (FEEDBACK_MARGIN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time,
                              plausible_positions)
@@ -246,5 +246,6 @@ class TorsoSpeedNode:
 
 def main() -> None:
     rospy.init_node("torso_speed_control")
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     TorsoSpeedNode()
     rospy.spin()

@@ -32,7 +32,7 @@ from sensor_msgs.msg import JointState
 from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.realtime import policy_name, request_fifo
-from hdas.ros_io import DirectPublisher, WallTimer
+from hdas.ros_io import DirectPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
 from hdas.validation import (FEEDBACK_MARGIN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time,
                              plausible_positions)
@@ -420,6 +420,7 @@ class JointTrackerNode:
 
 def main() -> None:
     rospy.init_node("r1_jointTracker_demo_node")
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     node = JointTrackerNode()
     # after the node's threads exist: every one of them is moved (docs/joint_tracker.md "Scheduling")
     why_not = request_fifo(int(rospy.get_param("~realtime_priority", 0)))

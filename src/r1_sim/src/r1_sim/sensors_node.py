@@ -30,7 +30,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState, PointCloud2, Poi
 from std_msgs.msg import Header
 
 from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher
+from hdas.ros_io import QuietPublisher, stop_within
 from hdas.throttle import Throttle
 from hdas.validation import (SHOWN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show,
                              unit_quaternion)
@@ -282,4 +282,5 @@ class SensorsNode:
 
 def main() -> None:
     rospy.init_node(NODE)
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
     SensorsNode().spin()
