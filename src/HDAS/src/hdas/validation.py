@@ -155,3 +155,25 @@ def unit_quaternion(xyzw: Sequence[float], field: str = "pose.orientation",
     if not abs(norm - 1.0) <= tolerance:
         raise InputError(field, xyzw, f"has norm {norm:.4g}, not a rotation (|norm - 1| > {tolerance:g})")
     return q / norm, norm
+
+
+def transform(translation: Sequence[float], rotation_xyzw: Sequence[float], stamp: float, frame: str, child: str,
+              now: float, static: bool = False, max_age: float = 10.0, max_ahead: float = 0.5) -> tuple[str, str]:
+    """A /tf or /tf_static transform checked before tf2 stores it: (frame, child) without leading '/'.
+
+    InputError for non-finite or far (> 1e4 m) translations, a rotation that is not a unit quaternion
+    (within QUATERNION_TOLERANCE; tf2 itself warns at 0.01 and stores it), frame ids that are no frame
+    names or name the same frame, and a stamp outside [now - max_age, now + max_ahead] (a static
+    transform's stamp only not ahead): tf2 keeps a transform by its stamp, and one stamped
+    4294967295.999999999 made a later lookup abort the process (its time arithmetic overflows)."""
+    t = finite_vector(translation, "transform.translation", (3,))
+    if np.any(np.abs(t) > 1e4):
+        raise InputError("transform.translation", translation, "lies beyond 1e4 m")
+    unit_quaternion(rotation_xyzw, "transform.rotation", 0.01)
+    parent, kid = frame_id(frame, "header.frame_id"), frame_id(child, "child_frame_id")
+    if not parent or not kid or parent == kid:
+        raise InputError("child_frame_id", child, f"with header.frame_id {frame!r}: two distinct frames needed")
+    late = not static and stamp < now - max_age
+    if now > 0.0 and (not math.isfinite(stamp) or late or stamp > now + max_ahead):
+        raise InputError("header.stamp", stamp, f"is {stamp - now:+.3g} s from now")
+    return parent, kid

@@ -89,3 +89,17 @@ def test_unit_quaternion_normalises_near_unit_and_refuses_the_rest():
     for bad in ([0, 0, 0, 0], [0, 0, 0, 2.0], [0, 0, 0, 0.5], [1e308, 1e308, 0, 0], [0, 0, math.nan, 1]):
         with pytest.raises(InputError, match="pose.orientation"):
             unit_quaternion(bad)
+
+
+def test_transforms_checked_before_tf2_stores_them():
+    from hdas.validation import transform
+    ok = dict(translation=[0.1, 0.0, 1.0], rotation_xyzw=[0.0, 0.0, 0.0, 1.0], stamp=100.0, frame="/odom",
+              child="base_footprint", now=100.2)
+    assert transform(**ok) == ("odom", "base_footprint")
+    assert transform(**{**ok, "stamp": 1.0}, static=True) == ("odom", "base_footprint")   # statics: any past stamp
+    for bad in ({"translation": [0, 0, float("nan")]}, {"translation": [1e308, 0, 0]},
+                {"rotation_xyzw": [0, 0, 0, 0]}, {"rotation_xyzw": [0, 0, 0, 1.05]},
+                {"stamp": LARGEST_STAMP}, {"stamp": 50.0}, {"frame": ""}, {"child": "odom"},
+                {"child": "base link"}):
+        with pytest.raises(InputError):
+            transform(**{**ok, **bad})
