@@ -62,7 +62,8 @@ def pose_to_se3(position: Sequence[float], orientation_xyzw: Sequence[float]) ->
             raise Dropped("far", f"pose.position {show(p)} lies beyond {MAX_COORDINATE:g} m: dropped")
         (x, y, z, w), norm = unit_quaternion(orientation_xyzw, "pose.orientation")
     except InputError as e:
-        key = "shape" if "entries" in e.why else ("nonfinite" if "finite" in e.why else "quaternion")
+        key = ("shape" if "entries" in e.why else "nonfinite" if "finite" in e.why
+               else "zero_quaternion" if e.why.startswith("has norm 0,") else "quaternion")
         raise Dropped(key, f"target dropped: {e}") from None
     return pin.SE3(pin.Quaternion(w, x, y, z).toRotationMatrix(), p), norm
 

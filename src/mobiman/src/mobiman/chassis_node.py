@@ -206,8 +206,9 @@ class ChassisControlNode:
         out = Twist()
         out.linear.x, out.linear.y, out.angular.z = twist
         self.speed_pub.publish(out)
-        if self.odom_pub is not None:
-            self._publish_odom(rospy.Time.from_sec(stamp), twist)
+        if self.odom_pub is not None:     # the feedback's own stamp when it is kept (exact to the ns)
+            self._publish_odom(rospy.Time.from_sec(stamp) if stamp_note or msg.header.stamp.is_zero()
+                               else msg.header.stamp, twist)
         sent = self._tick(stamp, angles)
         self.stats.tick(sent, time.perf_counter() - t0, sent - stamp if not msg.header.stamp.is_zero() else float("nan"))
 

@@ -139,7 +139,7 @@ class EePoseNode:
             s.last_error = str(e)
             self.throttle(rospy.logerr, f"{s.name}/bad", f"{NODE}: {s.name} feedback dropped: {e}")
             return
-        stamp = self._stamp(msg, s.name)
+        stamp, header_stamp = self._stamp(msg, s.name)
         if self.merger is not None and msg.name:
             with self.merger_lock:
                 self.merger.add_group(msg.name, msg.position, msg.velocity)
@@ -147,7 +147,7 @@ class EePoseNode:
         m = self.estimator.torso_pose(q) if s.name == "torso" else self.estimator.arm_pose(s.name, q)
         (x, y, z), (qx, qy, qz, qw) = se3_to_pose(m)
         out = PoseStamped()
-        out.header.stamp = rospy.Time.from_sec(stamp)
+        out.header.stamp = header_stamp
         out.header.frame_id = s.frame_id
         out.pose.position.x, out.pose.position.y, out.pose.position.z = x, y, z
         out.pose.orientation.x, out.pose.orientation.y, out.pose.orientation.z, out.pose.orientation.w = qx, qy, qz, qw
@@ -157,13 +157,15 @@ class EePoseNode:
         s.stats.tick(s.last_ros, time.perf_counter() - t0,
                      s.last_ros - stamp if not msg.header.stamp.is_zero() else float("nan"))
 
-    def _stamp(self, msg: JointState, source: str) -> float:
-        """The feedback's time: its stamp, or now when unstamped or stamped off the clock (said, counted)."""
+    def _stamp(self, msg: JointState, source: str) -> tuple[float, rospy.Time]:
+        """The feedback's time: its stamp, or now when unstamped or stamped off the clock (said, counted);
+        as seconds and as the stamp to pass on (the message's own when it is kept: exact to the ns)."""
         stamp, note = data_time(msg.header.stamp.to_sec(), rospy.get_time(), STREAM_MAX_AGE, STREAM_MAX_AHEAD)
         if note:
             self.bad_stamps += 1
             self.throttle(rospy.logwarn, f"{source}/stamp", f"{NODE}: {source} feedback {note}")
-        return stamp
+        kept = note is None and not msg.header.stamp.is_zero()
+        return stamp, (msg.header.stamp if kept else rospy.Time.from_sec(stamp))
 
     # -- /joint_states -----------------------------------------------------------------------
     def _start_joint_states(self, p: dict[str, Any]) -> None:
@@ -198,7 +200,7 @@ class EePoseNode:
             self.throttle(rospy.logerr, "chassis/bad", f"{NODE}: chassis feedback with {len(msg.position)} "
                           f"positions, {len(msg.velocity)} velocities or non-finite values ignored")
             return
-        stamp = self._stamp(msg, "chassis")
+        stamp, _ = self._stamp(msg, "chassis")
         with self.merger_lock:
             self.merger.add_chassis(msg.name, msg.position, msg.velocity, stamp)
             self.merged_stamps["chassis"] = stamp

@@ -198,7 +198,8 @@ class TorsoSpeedNode:
         out.p_des, out.v_des = cmd.position.tolist(), cmd.velocity.tolist()
         out.kp, out.kd, out.t_ff = self.kp.tolist(), self.kd.tolist(), t_ff.tolist()
         self.out.publish(out)
-        self._publish_state(rospy.Time.from_sec(now), pose)
+        self._publish_state(rospy.Time.from_sec(now) if stamp_note or msg.header.stamp.is_zero()
+                            else msg.header.stamp, pose)
         self.last_state = state
         sent = out.header.stamp.to_sec()
         self.stats.tick(sent, time.perf_counter() - t0, sent - now if not msg.header.stamp.is_zero() else float("nan"))

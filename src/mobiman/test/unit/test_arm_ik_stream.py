@@ -93,7 +93,7 @@ def test_pose_is_normalized_and_guide_quaternion_accepted() -> None:
     ((np.nan, 0, 0), (0, 0, 0, 1), "nonfinite"),
     ((0, 0, np.inf), (0, 0, 0, 1), "nonfinite"),
     ((0, 0, 0), (0, np.nan, 0, 1), "nonfinite"),
-    ((0, 0, 0), (0, 0, 0, 0), "quaternion"),
+    ((0, 0, 0), (0, 0, 0, 0), "zero_quaternion"),
     ((0, 0, 0), (0, 0, 2.0, 0), "quaternion"),               # far from unit: no rotation, not invented
     ((0, 0, 0), (1e308, 1e308, 0, 0), "quaternion"),
     ((0, 0), (0, 0, 0, 1), "shape"),

@@ -103,6 +103,7 @@ class UpperBodySim:
         self._a = np.zeros(n)
         self._brakes = np.zeros(n, dtype=bool)
         self._tau = np.zeros(n)
+        self._ties: list[tuple[int, int]] = []      # (follower, leader), pinocchio velocity indices
 
     # -- state ---------------------------------------------------------------------------
     def _to_pin(self, x: np.ndarray) -> np.ndarray:
@@ -123,6 +124,14 @@ class UpperBodySim:
         q[self._cont_q] = np.cos(theta[self._cont_v])
         q[self._cont_q + 1] = np.sin(theta[self._cont_v])
         return q
+
+    def tie(self, follower: int, leader: int) -> None:
+        """Joint `follower` moves with joint `leader` (caller indices): a linkage, as the gripper's
+        second finger with its first. After every step the follower takes the leader's position and
+        velocity. Two free fingers under one motor force drifted apart (gravity acts on them
+        differently), and once one reached its stop the motor, which senses their mean, drove the
+        other at twice the speed it meant (0.4 m/s on a 0.25 m/s finger)."""
+        self._ties.append((int(self.idx_v[follower]), int(self.idx_v[leader])))
 
     def set_state(self, q: np.ndarray, v: np.ndarray) -> None:
         """Joint positions and velocities, caller order."""
@@ -186,6 +195,8 @@ class UpperBodySim:
         if under.any():
             theta[under] = self._lower[under]
             v[under] = np.maximum(v[under], 0.0)
+        for follower, leader in self._ties:
+            theta[follower], v[follower] = theta[leader], v[leader]
 
     def _solve_constrained(self, A: np.ndarray, rhs: np.ndarray, v: np.ndarray,
                            theta: np.ndarray, dt: float) -> np.ndarray:

@@ -83,6 +83,7 @@ class SimRobot:
                 slot = Slot(group.bus, group.name, spec, motor, kind, index)
                 if kind == "gripper":
                     slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))
+                    self.body.tie(slot.index2, index)      # the linkage moves both fingers
                 self.slots.append(slot)
         self._command_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}
         self._register_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}

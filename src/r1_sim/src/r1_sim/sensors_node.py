@@ -32,7 +32,7 @@ from std_msgs.msg import Header
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher, stop_within
 from hdas.throttle import Throttle
-from hdas.validation import (SHOWN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show,
+from hdas.validation import (SHOWN, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show,
                              unit_quaternion)
 from r1_sim.encoding import CLOUD_FIELDS, CLOUD_POINT_STEP, FLOAT32, RawImage, cloud_data, depth_16uc1, depth_32fc1, jpeg
 from r1_sim.scene import SceneError, load_scene
@@ -127,12 +127,13 @@ class SensorsNode:
         self.throttle(rospy.logwarn, key, f"{NODE}: {text}: message dropped")
 
     def _stamp(self, msg: Any) -> rospy.Time:
-        """The message's stamp, or now when unstamped or stamped off the clock (the ground truth's
-        age decides whether sensors publish: a stamp from elsewhere must not decide it)."""
-        t, note = data_time(msg.header.stamp.to_sec(), rospy.get_time(), STREAM_MAX_AGE, STREAM_MAX_AHEAD)
+        """The message's stamp, or now when unstamped or stamped ahead of the clock. An old stamp is
+        kept: the ground truth's age decides whether the sensors publish (stale: they stop)."""
+        t, note = data_time(msg.header.stamp.to_sec(), rospy.get_time(), math.inf, STREAM_MAX_AHEAD)
         if note:
             self.throttle(rospy.logwarn, "stamp", f"{NODE}: ground truth {note}")
-        return rospy.Time.from_sec(t)
+            return rospy.Time.from_sec(t)
+        return msg.header.stamp if not msg.header.stamp.is_zero() else rospy.Time.from_sec(t)
 
     def _on_joints(self, msg: JointState) -> None:
         if len(msg.name) != len(msg.position):

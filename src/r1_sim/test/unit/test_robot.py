@@ -162,3 +162,26 @@ def test_chassis_wheels_drive_the_base(robot: SimRobot) -> None:
     assert len(wheels) == 3
     assert vx == pytest.approx(0.3, abs=0.05)
     assert x > 0.3 and abs(y) < 0.05 and abs(yaw) < 0.05
+
+
+def test_the_gripper_linkage_moves_both_fingers_together(robot: SimRobot) -> None:
+    """Regression (issue 19): the two fingers were free joints under one motor force; they drifted apart
+    and, once one reached its stop, the motor (which senses their mean) drove the other at twice the
+    speed it meant. The linkage keeps them together, and a closing finger runs at the motor's speed."""
+    spec = motor_of(robot, "left_gripper_finger_joint1")
+    r = spec.metres_per_rad
+    robot.handle("left_arm", spec.esc_id, damiao.ENABLE)
+    open_frame = damiao.encode_mit(0.04 / r, 0.0, 5.0, 0.2, 0.0, spec.limits)
+    close_frame = damiao.encode_mit(0.0, -0.2 / r, 0.0, 0.5, 0.0, spec.limits)     # close at 0.2 m/s
+    positions, speeds = [], []
+    for frame, steps in ((open_frame, 1500), (close_frame, 600)):
+        for _ in range(steps):
+            robot.handle("left_arm", spec.esc_id, frame)
+            robot.step(DT)
+            q = robot.joint_positions()
+            positions.append((q["left_gripper_finger_joint1"], q["left_gripper_finger_joint2"]))
+    p = np.array(positions)
+    assert np.max(np.abs(p[:, 0] - p[:, 1])) < 1e-9
+    assert p[1499, 0] == pytest.approx(0.04, abs=0.003) and p[-1, 0] == pytest.approx(0.0, abs=1e-6)
+    v = np.abs(np.diff(p[1500:, 0])) / DT
+    assert v.max() < 0.2 * 1.05
