@@ -611,8 +611,10 @@ class MotorGroup:
             self._slew.reset(here)
         self._slew.follow(cmd.kp <= 0, here)
         p = self._slew.step(cmd.p, now if robot_now is None else robot_now)
-        ramping = (p != cmd.p) & (cmd.kp > 0)
-        v = np.where(ramping, np.sign(cmd.p - p) * self.limits.velocity, cmd.v) if ramping.any() else cmd.v
+        # (a command whose own v_des already goes the ramp's way keeps it: a planner's speed, below the limit)
+        direction = np.sign(cmd.p - p)
+        ramping = (p != cmd.p) & (cmd.kp > 0) & (cmd.v * direction <= 0)
+        v = np.where(ramping, direction * self.limits.velocity, cmd.v) if ramping.any() else cmd.v
         return p, v
 
     def _torque_rate_bounded(self, cmd: Command, clock: float) -> Command:

@@ -22,7 +22,9 @@ SHOWN = 8                      # entries of a long array shown in an error
 MAX_FRAME_ID = 256             # characters of a frame id
 QUATERNION_TOLERANCE = 0.1     # |norm - 1| beyond this: not a rotation (dropped), below: normalised
 STREAM_MAX_AGE = 10.0          # [s] a stream's stamp (feedback, the remote) older than this is not its time
-STREAM_MAX_AHEAD = 0.5         # [s] nor one this far ahead of the receiver's clock
+STREAM_MAX_AHEAD = 5.0         # [s] nor one this far ahead of the receiver's clock (a node stalled for a
+                               # while reads its next messages ahead of its own clock, which lags until
+                               # it catches up: a 1 s stall gave 1 s)
 FEEDBACK_MARGIN = 0.5          # [rad, m] a measured position this far beyond its joint's range is refused
 _FRAME_ID = re.compile(r"[A-Za-z0-9_./\-]+")
 
