@@ -27,7 +27,7 @@ def test_debian_12_is_the_development_machine_as_before():
 
 def test_ubuntu_20_04_with_noetic_is_the_robot():
     t = choose(os_release(FOCAL), noetic_installed=True)
-    assert (t.name, t.requirements, t.ros_setup) == ("noetic", "requirements/robot.txt", NOETIC_SETUP)
+    assert (t.name, t.requirements, t.ros_setup) == ("noetic", "requirements/robot-test.txt", NOETIC_SETUP)
     assert t.apt == NOETIC_APT and {"cmake", "g++", "libgomp1"} <= set(t.apt)     # Ruckig's source build, pin
     assert all(p.startswith("ros-noetic-") for p in t.apt if p.startswith("ros-"))
 
@@ -51,7 +51,7 @@ def test_the_script_prints_shell_assignments_for_a_root(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     env = subprocess.run(["bash", "-c", out + '\necho "$R1_TARGET|$R1_REQUIREMENTS|${R1_APT[0]}|$R1_ROS_SETUP"'],
                          capture_output=True, text=True, check=True).stdout.strip()
-    assert env == f"noetic|requirements/robot.txt|ros-noetic-rospy|{NOETIC_SETUP}"
+    assert env == f"noetic|requirements/robot-test.txt|ros-noetic-rospy|{NOETIC_SETUP}"
     (tmp_path / "etc/os-release").write_text(JAMMY)
     bad = subprocess.run([sys.executable, str(WS / "scripts/lib/setup_target.py"), str(tmp_path)],
                          capture_output=True, text=True)

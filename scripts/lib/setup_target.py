@@ -6,8 +6,9 @@ Two targets:
   apt packages of `scripts/setup`, the venv from /usr/bin/python3, `requirements/dev.txt`.
 * ``noetic``: the R1's own computer (Ubuntu 20.04 with ROS Noetic in /opt/ros/noetic, Python 3.8,
   aarch64 on the robot's Jetson): Noetic's packages (only the missing ones are installed), the venv
-  from its Python 3.8, `requirements/robot.txt` (Ruckig built from source where no wheel exists:
-  cmake and a C++17 compiler), and /opt/ros/noetic/setup.bash under the workspace.
+  from its Python 3.8, `requirements/robot-test.txt` (the robot's set, `requirements/robot.txt`, and
+  what its tests need; Ruckig built from source: cmake and a C++17 compiler), and
+  /opt/ros/noetic/setup.bash under the workspace.
 
 `python3 scripts/lib/setup_target.py` prints the target's settings as shell assignments for
 `scripts/setup` to evaluate; it exits 2 with a reason on a machine that is neither.
@@ -90,7 +91,7 @@ def choose(release: dict[str, str], noetic_installed: bool) -> Target:
         if not noetic_installed:
             raise UnsupportedMachine(f"Ubuntu 20.04 without ROS Noetic ({NOETIC_SETUP} is missing): install "
                                      "ros-noetic-ros-base first (the R1's computer has it)")
-        return Target("noetic", "/usr/bin/python3", "requirements/robot.txt", NOETIC_APT, NOETIC_SETUP)
+        return Target("noetic", "/usr/bin/python3", "requirements/robot-test.txt", NOETIC_APT, NOETIC_SETUP)
     name = release.get("PRETTY_NAME") or f"{distro} {version}".strip() or "an unknown system"
     raise UnsupportedMachine(f"{name}: the stack sets itself up on Debian 12 (development) or on Ubuntu 20.04 "
                              "with ROS Noetic (the R1's computer)")

@@ -8,6 +8,7 @@ ones once it runs again); a large one that would block longer than the send time
 Either way publish() keeps returning and a subscriber that keeps reading gets every message. A
 subscriber that exits normally is not counted as stalled.
 """
+from __future__ import annotations
 import os
 import signal
 import subprocess

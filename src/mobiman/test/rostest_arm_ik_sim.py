@@ -8,6 +8,7 @@ measured pose is FK of the measured joints (mobiman.robot_model, independent of 
 The simulator keeps simulated time, which on a busy 2-core machine runs at a fifth of real
 time: every wait is a condition with a wall-time deadline of minutes, never a wall-clock rate.
 """
+from __future__ import annotations
 import subprocess
 import threading
 import time

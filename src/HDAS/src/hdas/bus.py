@@ -23,15 +23,15 @@ import asyncio
 import selectors
 import threading
 import time
-from typing import Callable, Iterable
+from typing import Callable, Iterable, List, Tuple
 
 import can
 
 from hdas.config import BusSpec
 from hdas.loop_stats import LoopStats
 
-Frame = tuple[int, bytes]
-FrameSource = Callable[[float], list[Frame]]          # now -> frames to send
+Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Python 3.8)
+FrameSource = Callable[[float], List[Frame]]          # now -> frames to send
 FrameSink = Callable[[int, bytes, float], bool]       # (id, data, now) -> taken?
 ErrorReporter = Callable[[str], None]
 CommandStamp = Callable[[], "float | None"]           # arrival of the command last sent, None: a hold
@@ -60,6 +60,7 @@ class _LoopNotifier(can.Notifier):
     is read again RETRY_S later instead of at once (a closed socket is always readable)."""
 
     RETRY_S = 1.0
+    _halted = False      # stop() was called (our own flag: python-can's private one differs by release)
     # Frames read per wake-up. python-can reads one per wake-up; a cycle's replies arrive as a
     # burst (7 frames an arm), and each extra pass through the event loop costs a select(2) and
     # the loop's bookkeeping: reading the burst at once took HDAS from 78 to 74 % of a core on
@@ -74,19 +75,23 @@ class _LoopNotifier(can.Notifier):
                     break
                 self._on_message_received(msg)
             else:
-                if getattr(bus, "pending", 0) and self._loop is not None and not self._stopped:
+                if getattr(bus, "pending", 0) and self._loop is not None and not self._halted:
                     # frames the bus has already read (the rest of a batch, `r1sim`): the descriptor
                     # will not wake the loop for them, so come back after the loop's other work
                     self._loop.call_soon(self._on_message_available, bus)
         except Exception as exc:  # noqa: BLE001 - reported, never raised into the loop
             self._on_error(exc)
             loop, fd = self._loop, bus.fileno()
-            if loop is not None and not self._stopped:
+            if loop is not None and not self._halted:
                 loop.remove_reader(fd)
                 loop.call_later(self.RETRY_S, self._resume, bus, fd)
 
+    def stop(self, timeout: float = 5.0) -> None:
+        self._halted = True
+        super().stop(timeout)
+
     def _resume(self, bus: can.BusABC, fd: int) -> None:
-        if not self._stopped and self._loop is not None:
+        if not self._halted and self._loop is not None:
             self._loop.add_reader(fd, self._on_message_available, bus)
 
 

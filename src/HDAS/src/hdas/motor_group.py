@@ -24,7 +24,7 @@ import math
 import threading
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Tuple
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from hdas.damiao import ControlMode, Status
 from hdas.errors import STATUS_CONDITION, TABLES, Condition
 from hdas.slew import SlewLimiter
 
-Frame = tuple[int, bytes]
+Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Python 3.8)
 
 MISSED_REPLIES = 3         # unanswered cycles (with reply_timeout elapsed) before RECEIVE_TIMEOUT
 GROUP_SILENCE = 0.25      # [s] every motor of a group silent this long: RECEIVE_TIMEOUT (a bus down)

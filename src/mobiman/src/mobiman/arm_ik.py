@@ -188,7 +188,7 @@ class ArmIK:
         self._body_segs = [(m.act(c.a), m.act(c.b), c.radius) for c, m in body]
         self._other_q: np.ndarray | None = None      # where the other arm was last placed
         self._self_pairs = [(i, k) for i, (ci, _) in enumerate(self._moving) for k, (ck, _) in enumerate(self._moving)
-                            if (ci.link.removeprefix(f"{side}_"), ck.link.removeprefix(f"{side}_")) in self.SELF_PAIRS]
+                            if (_unprefixed(ci.link, f"{side}_"), _unprefixed(ck.link, f"{side}_")) in self.SELF_PAIRS]
         self._self_i = np.array([i for i, _ in self._self_pairs], dtype=int)
         self._self_k = np.array([k for _, k in self._self_pairs], dtype=int)
         self._contact: ContactCheck | None = None
@@ -1013,6 +1013,11 @@ def _adjugate(a: np.ndarray) -> np.ndarray:
 
 
 MAX_TARGET_COORDINATE = 1e4     # [m] beyond this a pose is no target (and its products overflow)
+
+
+def _unprefixed(text: str, prefix: str) -> str:
+    """`text` without `prefix` (str.removeprefix, which Python 3.8 lacks)."""
+    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 def _finite_pose(pose: pin.SE3) -> bool:

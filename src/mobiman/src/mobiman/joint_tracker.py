@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
+from typing import Collection, List, Mapping, Sequence, Tuple
 
 import numpy as np
 import ruckig
@@ -18,7 +18,7 @@ from hdas.validation import FEEDBACK_MARGIN, plausible_positions, show
 from mobiman.robot_model import RobotModel
 
 _SLACK = 1.0 + 1e-9   # rounding allowance when comparing a state with limits
-Command = tuple[list[float], list[float], list[float], list[float], list[float]]
+Command = Tuple[List[float], List[float], List[float], List[float], List[float]]   # (3.8: typing's)
 
 
 class TargetError(ValueError):

@@ -13,11 +13,12 @@ its steering direction; speeds are wheel *linear* speeds in m/s (HDAS's units).
 from __future__ import annotations
 
 import math
+from typing import Tuple
 from dataclasses import dataclass
 
 import numpy as np
 
-Twist2D = tuple[float, float, float]      # (vx [m/s], vy [m/s], wz [rad/s]) in base_link
+Twist2D = Tuple[float, float, float]      # (vx [m/s], vy [m/s], wz [rad/s]) in base_link
 
 
 def wrap_pi(a: float) -> float:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Tuple
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-Transform = tuple[str, str, tuple[float, float, float], tuple[float, float, float, float]]
+Transform = Tuple[str, str, Tuple[float, float, float], Tuple[float, float, float, float]]   # (3.8: typing's)
 MOVING = ("revolute", "continuous", "prismatic")
 
 

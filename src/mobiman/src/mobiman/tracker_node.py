@@ -322,7 +322,7 @@ class JointTrackerNode:
         grip = cfg.get("gripper")
         gripper_joint, gripper_range = None, (0.0, 0.0)
         if grip:
-            side = name.removesuffix("_arm")
+            side = name[:-len("_arm")] if name.endswith("_arm") else name   # (3.8 has no removesuffix)
             gripper_joint = joint_groups[f"{side}_gripper"][0]
             g_lim = self.model.limits(f"{side}_gripper")
             gripper_range = (float(g_lim.lower[0]), float(g_lim.upper[0]))

@@ -1,4 +1,5 @@
 """ArmIK (RelaxedIK-style arm IK): accuracy, streaming, limits, collisions, gradients, config."""
+from __future__ import annotations
 from pathlib import Path
 
 import numpy as np

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import selectors
 import socket
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Tuple
 
 from r1_sim.simbus import (CAN_EFF_FLAG, CAN_EFF_MASK, CAN_FRAME, CANFD_FDF, CANFD_FRAME, MAX_PACKET, batch_frames,
                            socket_address, split_packet)
 
 # handler(channel, arbitration_id, data) -> replies [(arbitration_id, data), ...]
-FrameHandler = Callable[[str, int, bytes], Iterable[tuple[int, bytes]]]
+FrameHandler = Callable[[str, int, bytes], Iterable[Tuple[int, bytes]]]
 
 _pack = CAN_FRAME.pack
 _unpack = CAN_FRAME.unpack

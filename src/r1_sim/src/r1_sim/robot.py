@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Tuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from hdas.config import GroupSpec, MotorSpec, RobotConfig
 from r1_sim.motor import SimMotor
 from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim, UpperBodySim
 
-Frame = tuple[int, bytes]
+Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Python 3.8)
 GRAVITY = 9.81
 
 
