@@ -78,6 +78,7 @@ RESTORE = {
     "/sim/remote": ("hdas_msg/controller_signal", {"mode": 5}),
 }
 JUDGED_PREFIXES = ("/hdas/", "/motion_control/", "/sim/")
+RATE_TOPICS = ("/hdas/feedback_arm_left", "/hdas/feedback_torso")     # must flow through every fuzz
 SPEED_TOLERANCE = 1.35        # ground-truth speed / URDF limit (finite differences at 100 Hz; docs/safety.md)
 
 
@@ -93,8 +94,13 @@ class Truth:
         rospy.Subscriber("/sim/odom", Odometry, self._on_odom, queue_size=100)
 
     def _on_joints(self, m):
+        # (the fuzz also publishes on /sim/joint_states: its messages are not the simulator's)
         index = {n: i for i, n in enumerate(m.name)}
+        if any(index.get(j, len(m.position)) >= len(m.position) for j in HELD):
+            return
         q = np.array([m.position[index[j]] for j in HELD])
+        if not np.all(np.isfinite(q)):
+            return
         with self.lock:
             self.joints = (m.header.stamp.to_sec(), q)
             if self.recording is not None:
@@ -311,6 +317,7 @@ class RobustnessSimTest(unittest.TestCase):
         self.speeds = SpeedChecker(moving, SPEED_TOLERANCE)
         self.problems = []
         self.problem_lock = threading.Lock()
+        self.arrivals = {t: collections.deque(maxlen=2000) for t in RATE_TOPICS}
         pubs, _, _ = self.master.getSystemState()
         types = dict(self.master.getTopicTypes())
         me = rospy.get_name()
@@ -323,6 +330,8 @@ class RobustnessSimTest(unittest.TestCase):
     def _judge(self, msg, topic):
         if msg._connection_header.get("callerid") == rospy.get_name():
             return
+        if topic in RATE_TOPICS:
+            self.arrivals[topic].append(time.monotonic())
         found = self.checker.check(topic, msg)
         if topic == "/sim/joint_states":
             found += self.speeds.sample(msg.header.stamp.to_sec(), msg.name, msg.position)
@@ -336,11 +345,17 @@ class RobustnessSimTest(unittest.TestCase):
             out, self.problems = self.problems, []
         return out
 
+    def recent_rate(self, seconds=0.5):
+        """Messages per second of wall time on RATE_TOPICS over the last `seconds` (watch_outputs counts
+        them as they come: no wait)."""
+        since = time.monotonic() - seconds
+        return {t: sum(1 for a in list(arr) if a > since) / seconds for t, arr in self.arrivals.items()}
+
     def feedback_rate(self, seconds=2.0):
-        """Messages per second of wall time on /hdas/feedback_arm_left (and the torso's), now."""
+        """Messages per second of wall time on RATE_TOPICS, measured from now on for `seconds`."""
         counts = collections.Counter()
         subs = [rospy.Subscriber(t, JointState, lambda m, t=t: counts.update([t]), queue_size=100)
-                for t in ("/hdas/feedback_arm_left", "/hdas/feedback_torso")]
+                for t in RATE_TOPICS]
         time.sleep(seconds)
         for sub in subs:
             sub.unregister()
@@ -358,13 +373,14 @@ class RobustnessSimTest(unittest.TestCase):
             time.sleep(0.05)
         sent = collections.Counter()
         period = 1.0 / RATE_HZ
-        next_t = time.monotonic()
+        next_t = t0 = time.monotonic()
         for _ in range(MESSAGES_PER_TOPIC):
             category, msg = next(fuzz)
             pub.publish(msg)
             sent[category] += 1
             next_t += period
             time.sleep(max(0.0, next_t - time.monotonic()))
+        self.send_seconds = time.monotonic() - t0
         time.sleep(0.2)
         pub.unregister()
         if topic in RESTORE:
@@ -430,12 +446,14 @@ class RobustnessSimTest(unittest.TestCase):
                 now = self.pids()
                 dead = sorted(n for n, pid in before.items() if now.get(n) != pid)
                 for _ in range(20):            # (a flood of 1,000-entry messages may take the nodes a while)
-                    rate = self.feedback_rate(0.5)
+                    rate = self.recent_rate(0.5)
                     slow = sorted(t for t, r in baseline.items() if rate.get(t, 0.0) < 0.5 * r)
                     if not slow:
                         break
+                    time.sleep(0.5)
                 problems = self.take_problems()
                 report.append(f"{topic}: {sum(sent.values())} messages ({', '.join(f'{c} {n}' for c, n in sorted(sent.items()))})"
+                              f" sent in {self.send_seconds:.1f} s"
                               f"; feedback {', '.join(f'{r:.0f}/s' for r in rate.values())}")
                 rospy.loginfo(f"fuzz: {report[-1]}")
                 if dead or slow or problems:
