@@ -13,7 +13,17 @@ from typing import Sequence
 import numpy as np
 
 from hdas.validation import FEEDBACK_MARGIN, InputError, finite_vector, plausible_positions
+from mobiman.robot_model import RobotModel
 from mobiman.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
+
+
+def module_positions(urdf: str, steer_joints: Sequence[str], base_frame: str) -> np.ndarray:
+    """The steer axes' (x, y) in `base_frame` [m], one row per joint of `steer_joints`, from the URDF's
+    joint origins (the robot at its zero configuration). Raises what `RobotModel` raises on a URDF it
+    cannot read or a joint or frame it does not have."""
+    model = RobotModel(urdf, {"chassis_steer": list(steer_joints)})
+    q = model.configuration()
+    return np.array([model.pose(j, q, base_frame).translation[:2] for j in steer_joints])
 
 
 class ChassisInputError(ValueError):

@@ -35,19 +35,11 @@ from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
 from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
-from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
-from mobiman.robot_model import RobotModel
+from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits, module_positions
 from mobiman.swerve import Odometry2D, SwerveKinematics
 
 NAME = "chassis_control_node"
 HOST_MODE = 5
-
-
-def module_positions(urdf: str, steer_joints: list[str], base_frame: str) -> np.ndarray:
-    """Steer axes (x, y) in the base frame, from the URDF's steer joint origins."""
-    model = RobotModel(urdf, {"chassis_steer": steer_joints})
-    q = model.configuration()
-    return np.array([model.pose(j, q, base_frame).translation[:2] for j in steer_joints])
 
 
 def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from hdas.validation import InputError
-from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits
-from mobiman.chassis_node import module_positions
+from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits, module_positions
 from mobiman.swerve import Odometry2D, SwerveKinematics, limit_twist, wrap_pi
 
 R1_XY = np.array([[0.21516, 0.28], [0.21516, -0.28], [-0.28084, 0.0]])
