@@ -25,7 +25,7 @@ def wait_for_master(timeout: float) -> rosgraph.Master:
             return master
         except Exception:
             if time.monotonic() > deadline:
-                raise SystemExit(f"no ROS master at {rosgraph.get_master_uri()} after {timeout:.0f} s")
+                raise SystemExit(f"no ROS master at {rosgraph.get_master_uri()} after {timeout:.0f} s") from None
             time.sleep(0.3)
 
 
@@ -35,16 +35,27 @@ def wait_for_tf(timeout: float) -> tuple[int, list[str]]:
     while not rospy.has_param("/robot_description") and time.monotonic() < deadline:
         time.sleep(0.2)
     urdf = ET.fromstring(rospy.get_param("/robot_description"))
-    links = [l.get("name") for l in urdf.iter("link")]
+    links = [link.get("name") for link in urdf.iter("link")]
     children = {j.find("child").get("link") for j in urdf.iter("joint")}
-    root = next(l for l in links if l not in children)
+    root = next(link for link in links if link not in children)
     buf = tf2_ros.Buffer()
     tf2_ros.TransformListener(buf)
     missing = links
     while missing and time.monotonic() < deadline:
-        missing = [l for l in missing if not buf.can_transform(root, l, rospy.Time(0))]
+        missing = [link for link in missing if not buf.can_transform(root, link, rospy.Time(0))]
         time.sleep(0.2)
     return len(links), missing
+
+
+def hosted_nodes(nodes: list[str]) -> dict[str, list[str]]:
+    """The nodes each `mobiman controller_host` runs in its process (its `~modules`, `kind:name`), by host."""
+    out = {}
+    for n in nodes:
+        modules = rospy.get_param(f"{n}/modules", None)
+        if isinstance(modules, list):
+            names = [str(m).split(":", 1)[-1] for m in modules]
+            out[n] = sorted(m if m.startswith("/") else "/" + m for m in names)
+    return out
 
 
 def main() -> int:
@@ -58,9 +69,12 @@ def main() -> int:
     nodes = sorted({n for _, ns in state[0] + state[1] for n in ns} - {rospy.get_name()})
     types = dict(master.getTopicTypes())
     print(f"ROS master {rosgraph.get_master_uri()}")
-    print(f"nodes ({len(nodes)}):")
+    hosted = hosted_nodes(nodes)
+    print(f"nodes ({len(nodes)}{f', {len(hosted)} of them hosting others' if hosted else ''}):")
     for n in nodes:
         print(f"  {n}")
+        for h in hosted.get(n, []):
+            print(f"  {h} (hosted in {n})")
     print("published topics:")
     for topic, pubs in sorted(state[0]):
         pubs = [p for p in pubs if p != rospy.get_name()]
