@@ -11,7 +11,8 @@ from failed_tests import failed_tests  # noqa: E402
 
 PYTEST_XML = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1" failures="1"
  tests="3"><testcase classname="tests.test_x" name="test_ok" time="0.1"/>
-<testcase classname="tests.test_x" name="test_bad" time="0.1"><failure message="assert 1 == 2">long text</failure></testcase>
+<testcase classname="tests.test_x" name="test_bad" time="0.1">
+<failure message="assert 1 == 2">long text</failure></testcase>
 <testcase classname="tests.test_x" name="test_boom" time="0.1"><error message="ValueError: no">trace</error></testcase>
 </testsuite></testsuites>"""
 ROSUNIT_UNTIED = """<?xml version="1.0" encoding="utf-8"?><testsuite errors="0" failures="1" name="s" tests="1">

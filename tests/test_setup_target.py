@@ -10,8 +10,7 @@ import pytest
 WS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(WS / "scripts" / "lib"))
 
-from setup_target import (DEBIAN12_APT, NOETIC_APT, NOETIC_SETUP, UnsupportedMachine, choose,  # noqa: E402
-                          os_release)
+from setup_target import DEBIAN12_APT, NOETIC_APT, NOETIC_SETUP, UnsupportedMachine, choose, os_release  # noqa: E402
 
 DEBIAN12 = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n'
 FOCAL = 'NAME="Ubuntu"\nVERSION="20.04.6 LTS (Focal Fossa)"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="20.04"\n'

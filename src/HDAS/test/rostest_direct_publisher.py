@@ -9,6 +9,7 @@ Either way publish() keeps returning and a subscriber that keeps reading gets ev
 subscriber that exits normally is not counted as stalled.
 """
 from __future__ import annotations
+
 import os
 import signal
 import subprocess

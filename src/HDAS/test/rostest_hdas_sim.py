@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import rosgraph
 import rosnode
+import rospkg
 import rospy
 import rostest
-import rospkg
 from diagnostic_msgs.msg import DiagnosticArray
 from hdas_msg.msg import bms, controller_signal_stamped, feedback_status, motor_control
 from hdas_msg.srv import FunctionFrame

@@ -9,6 +9,7 @@ The simulator keeps simulated time, which on a busy 2-core machine runs at a fif
 time: every wait is a condition with a wall-time deadline of minutes, never a wall-clock rate.
 """
 from __future__ import annotations
+
 import subprocess
 import threading
 import time
@@ -26,8 +27,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mobiman.arm_ik import ArmIK
-from mobiman.ros_testing import Diagnostics, Latest, Recorder
 from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.ros_testing import Diagnostics, Latest, Recorder
 
 # The guide's examples (手臂姿态控制), as written there: empty frame_id = torso_link4.
 GUIDE = {"left": ((0.373, 0.637, 0.303), (0.0, 0.0, -0.028, 1.0)),
@@ -162,7 +163,8 @@ class ArmIkSimTest(unittest.TestCase):
         def span(side):
             with self.fb_rec[side].lock:
                 items = self.fb_rec[side].items
-                return items[-1][1].header.stamp.to_sec() - items[0][1].header.stamp.to_sec() if len(items) > 20 else 0.0
+                return (items[-1][1].header.stamp.to_sec() - items[0][1].header.stamp.to_sec() if len(items) > 20
+                        else 0.0)
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and min(span(side) for side in sides) < sim_seconds:
@@ -238,7 +240,8 @@ class ArmIkSimTest(unittest.TestCase):
                 self.assertTrue(np.all(np.isfinite(m.position)), f"{s}: non-finite joint target {m.position}")
                 np.testing.assert_allclose(m.velocity, SPEED_LIMITS)
             # the solver's report is the solution's residual
-            self.assertAlmostEqual(float(np.linalg.norm(solution.translation - target.translation)), pos_err, delta=1e-3)
+            self.assertAlmostEqual(float(np.linalg.norm(solution.translation - target.translation)), pos_err,
+                                   delta=1e-3)
             if reached:
                 self.assertLess(dist_target, 0.005, f"{s}: reached, but the arm is {dist_target * 1e3:.1f} mm off")
             else:

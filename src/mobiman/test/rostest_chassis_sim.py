@@ -118,7 +118,8 @@ class ChassisSimTest(unittest.TestCase):
         """The chassis node's diagnostics value `key`, once it is above `above`."""
         def value(st):
             return next((int(kv.value) for kv in st.values if kv.key == key), None)
-        st = self.diag.wait("chassis_control_node: chassis", lambda st: (value(st) or 0) > above and value(st) is not None)
+        st = self.diag.wait("chassis_control_node: chassis",
+                            lambda st: (value(st) or 0) > above and value(st) is not None)
         return value(st)
 
     def set_remote(self, mode: int, left_x=0.0, left_y=0.0, right_x=0.0, right_y=0.0):

@@ -9,12 +9,12 @@ Remote: /sim/remote -> simulated receiver -> CAN -> HDAS /controller -> r1_contr
 
 Simulated time runs at a fifth of real time here: every wait is a condition with a deadline.
 """
-from collections import Counter
 import os
 import signal
 import time
-from xmlrpc.client import ServerProxy
 import unittest
+from collections import Counter
+from xmlrpc.client import ServerProxy
 
 import numpy as np
 import pinocchio as pin
@@ -52,7 +52,8 @@ def seq_gaps(recorded) -> int:
 
 
 def pose_error(a: pin.SE3, b: pin.SE3) -> tuple:
-    return float(np.linalg.norm(a.translation - b.translation)), float(np.linalg.norm(pin.log3(a.rotation.T @ b.rotation)))
+    return (float(np.linalg.norm(a.translation - b.translation)),
+            float(np.linalg.norm(pin.log3(a.rotation.T @ b.rotation))))
 
 
 class EePoseRcSimTest(unittest.TestCase):
@@ -226,7 +227,7 @@ class EePoseRcSimTest(unittest.TestCase):
             time.sleep(0.1)
         time.sleep(0.5)
         missed = {}
-        for k, (topic, fb_topic, _) in POSES.items():
+        for k, (topic, _, _) in POSES.items():
             self.pose_rec[k].recording = False
             time.sleep(0.3)
             fbs, poses = self.fb_rec[k].stop(), self.pose_rec[k].stop()
@@ -236,8 +237,10 @@ class EePoseRcSimTest(unittest.TestCase):
             own_missed, own_missed_poses = seq_gaps(fbs), seq_gaps(poses)
             by_stamp = {m.header.stamp.to_nsec(): m for _, m in fbs}
             self.assertGreater(len(poses), 20, f"{topic}: too few poses")
-            matched = [(by_stamp[p.header.stamp.to_nsec()], p) for _, p in poses if p.header.stamp.to_nsec() in by_stamp]
-            self.assertLessEqual(len(poses) - len(matched), own_missed, f"{topic}: poses whose stamp is no feedback's stamp")
+            matched = [(by_stamp[p.header.stamp.to_nsec()], p) for _, p in poses
+                       if p.header.stamp.to_nsec() in by_stamp]
+            self.assertLessEqual(len(poses) - len(matched), own_missed,
+                                 f"{topic}: poses whose stamp is no feedback's stamp")
             # per stamp no more poses than feedback messages (HDAS may stamp two messages alike on a
             # slow simulated clock), and no fewer in all than the node says it missed (it fell behind
             # and rospy kept the newest for it). The first and last stamps are cut by the window.

@@ -50,7 +50,7 @@ class JointTrackerSimTest(unittest.TestCase):
         cls.fb_rec = {g: Recorder(t[1], JointState) for g, t in TOPICS.items()}
         cls.cmd_rec = {g: Recorder(t[2], motor_control) for g, t in TOPICS.items()}
         cls.truth_rec = Recorder("/sim/joint_states", JointState)   # true joints, stamped with physics time
-        for g, t in TOPICS.items():
+        for g in TOPICS:
             cls.fb[g].wait(180)
             cls.cmd[g].wait(180)
         time.sleep(1.0)     # publishers connected
@@ -99,7 +99,6 @@ class JointTrackerSimTest(unittest.TestCase):
             n = TOPICS[g][3]
             pos = np.array([m.position[:n] for _, m in samples[g]])
             vel = np.array([m.velocity[:n] for _, m in samples[g]])
-            stamps = np.array([m.header.stamp.to_sec() for _, m in samples[g]])
             self.assertGreater(len(pos), 50, f"{g}: too few feedback samples")
             np.testing.assert_allclose(final[g], p, atol=0.01, err_msg=f"{g} not reached")
             # the tracker never commands more than the speed limits

@@ -164,7 +164,7 @@ def joint_xml(j: dict) -> str:
 
 def build(facts: dict, root: str) -> str:
     groups = facts["variants"][VARIANT]["groups"]
-    links = {l["name"]: l for g in groups.values() for l in g["links"]}
+    links = {link["name"]: link for g in groups.values() for link in g["links"]}
     joints = {j["name"]: j for g in groups.values() for j in g["joints"]}
     order = facts["variants"][VARIANT]["joint_order_in_file"]
     extra = [{"name": n.replace("_link", "").replace("_frame", "") + "_joint", "type": "fixed", "parent": p,

@@ -96,7 +96,8 @@ class SensorsInputTest(unittest.TestCase):
 
     def test_b_bad_messages_are_dropped_and_counted(self):
         self.feed.mode = "bad"
-        self.wait_for(lambda: int(self.diag["r1_sim_sensors: ground truth"][1]["bad_messages"]) >= 3, "bad-message count")
+        self.wait_for(lambda: int(self.diag["r1_sim_sensors: ground truth"][1]["bad_messages"]) >= 3,
+                      "bad-message count")
         self.assertEqual(self.images_since(0), [])
 
     def test_c_images_flow_with_the_ground_truth_stamp(self):

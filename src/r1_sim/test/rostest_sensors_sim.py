@@ -121,7 +121,8 @@ class SensorsSimTest(unittest.TestCase):
         return msg, pts, pts[:, :3] @ pose.rotation.T + pose.translation, pose
 
     def wait_at_rest(self, timeout=CONDITION_S):
-        return self.odom.wait(timeout, lambda m: abs(m.twist.twist.linear.x) < 0.005 and abs(m.twist.twist.linear.y) < 0.005
+        return self.odom.wait(timeout, lambda m: abs(m.twist.twist.linear.x) < 0.005
+                              and abs(m.twist.twist.linear.y) < 0.005
                               and abs(m.twist.twist.angular.z) < 0.01)
 
     # -- tests -------------------------------------------------------------------------------------
@@ -141,14 +142,16 @@ class SensorsSimTest(unittest.TestCase):
             self.assertEqual(published.get(spec.depth_topic), "sensor_msgs/Image", spec.depth_topic)
             d = subs["depth"].wait(CONDITION_S, lambda m: m.header.stamp.to_nsec() in self.truth.stamps)
             self.assertEqual(d.header.frame_id, spec.frame, spec.depth_topic)
-            self.assertEqual((d.encoding, d.is_bigendian, d.width, d.height), (spec.depth_encoding, 0, spec.width, spec.height))
+            self.assertEqual((d.encoding, d.is_bigendian, d.width, d.height),
+                             (spec.depth_encoding, 0, spec.width, spec.height))
             size = 2 if spec.depth_encoding == "16UC1" else 4
             self.assertEqual(d.step, size * spec.width)
             self.assertEqual(len(d.data), d.step * d.height)
             values = np.frombuffer(bytes(d.data), dtype="<u2" if size == 2 else "<f4")
             valid = values[values > 0] / 1000.0 if size == 2 else values[np.isfinite(values)]   # mm / m
             self.assertGreater(len(valid), 0.1 * len(values), f"{spec.depth_topic}: mostly no data")
-            self.assertTrue(np.all((valid >= spec.min_depth_m - 1e-3) & (valid <= spec.max_depth_m + 1e-3)), spec.depth_topic)
+            self.assertTrue(np.all((valid >= spec.min_depth_m - 1e-3) & (valid <= spec.max_depth_m + 1e-3)),
+                            spec.depth_topic)
         li = self.config.lidar
         self.assertEqual(published.get(li.topic), "sensor_msgs/PointCloud2")
         c = self.cloud.wait(CONDITION_S, lambda m: m.header.stamp.to_nsec() in self.truth.stamps)
@@ -161,7 +164,8 @@ class SensorsSimTest(unittest.TestCase):
     def test_b_lidar_sees_the_left_wall_where_the_scene_puts_it(self):
         self.wait_at_rest()
         _, pts, world, pose = self.lidar_in_world()
-        wall = (world[:, 1] > 2.2) & (np.abs(world[:, 0]) < FRONT_WALL_X - 0.1) & (world[:, 2] > 0.05) & (world[:, 2] < WALL_TOP - 0.05)
+        wall = ((world[:, 1] > 2.2) & (np.abs(world[:, 0]) < FRONT_WALL_X - 0.1)
+                & (world[:, 2] > 0.05) & (world[:, 2] < WALL_TOP - 0.05))
         self.assertGreater(wall.sum(), 10, "no points on the left wall")
         np.testing.assert_allclose(world[wall, 1], LEFT_WALL_Y, atol=0.01)
         # the nearest wall point of the near-horizontal beams: the lidar's distance to the wall
@@ -194,13 +198,15 @@ class SensorsSimTest(unittest.TestCase):
         self.assertGreater(change, max(3.0 * still, 2.0))
         # the front wall, in the world with the new pose: still at x = 3; in the lidar frame: nearer by `moved`
         _, pts, world, pose = self.lidar_in_world(stopped.header.stamp)
-        front = (world[:, 0] > 2.6) & (np.abs(world[:, 1]) < LEFT_WALL_Y - 0.1) & (world[:, 2] > 0.05) & (world[:, 2] < WALL_TOP - 0.05)
+        front = ((world[:, 0] > 2.6) & (np.abs(world[:, 1]) < LEFT_WALL_Y - 0.1)
+                 & (world[:, 2] > 0.05) & (world[:, 2] < WALL_TOP - 0.05))
         self.assertGreater(front.sum(), 10, "no points on the front wall")
         np.testing.assert_allclose(world[front, 0], FRONT_WALL_X, atol=0.01)
         self.assertAlmostEqual(pose.translation[0] - pose0.translation[0], moved, delta=0.01)
 
     def test_d_diagnostics_per_sensor(self):
-        names = [f"r1_sim_sensors: {self.config.cameras[n].label}" for n in self.cams] + ["r1_sim_sensors: chassis lidar"]
+        names = ([f"r1_sim_sensors: {self.config.cameras[n].label}" for n in self.cams]
+                 + ["r1_sim_sensors: chassis lidar"])
         deadline = time.monotonic() + CONDITION_S
         missing = names
         while time.monotonic() < deadline:

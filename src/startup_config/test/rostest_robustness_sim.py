@@ -24,8 +24,8 @@ import unittest
 import xmlrpc.client
 
 import numpy as np
-import roslib.message
 import rosgraph
+import roslib.message
 import rospy
 import rostest
 from diagnostic_msgs.msg import DiagnosticArray
@@ -73,7 +73,8 @@ TEMPLATE_FROM = {
 }
 # state a fuzzed topic leaves behind that later checks must not inherit: put back after it
 RESTORE = {
-    "/motion_target/chassis_acc_limit": ("geometry_msgs/Twist", {"linear": {"x": 2.5, "y": 1.0}, "angular": {"z": 1.0}}),
+    "/motion_target/chassis_acc_limit": ("geometry_msgs/Twist",
+                                         {"linear": {"x": 2.5, "y": 1.0}, "angular": {"z": 1.0}}),
     "/motion_target/brake_mode": ("std_msgs/Bool", {"data": False}),
     "/sim/remote": ("hdas_msg/controller_signal", {"mode": 5}),
 }
@@ -306,14 +307,15 @@ class RobustnessSimTest(unittest.TestCase):
         """Judge every message the stack publishes on /hdas/*, /motion_control/* and /sim/* meanwhile
         (not this test's own): finite, within the URDF's ranges; the ground truth's speeds."""
         limits = read_limits(rospy.get_param("/robot_description"))
-        ranges = {n: (l.lower, l.upper) for n, l in limits.items()}
+        ranges = {n: (lim.lower, lim.upper) for n, lim in limits.items()}
         arm = lambda side: [f"{side}_arm_joint{k}" for k in range(1, 7)] + [f"{side}_gripper_finger_joint1"]
         commands = {"/motion_control/control_arm_left": arm("left"), "/motion_control/control_arm_right": arm("right"),
                     "/motion_control/control_torso": [f"torso_joint{k}" for k in range(1, 5)],
                     "/motion_control/control_chassis": [f"steer_motor_joint{k}" for k in range(1, 4)]}
         self.checker = LimitChecker(ranges, commands, frozenset({"/hdas/feedback_gripper_left",
                                                                   "/hdas/feedback_gripper_right"}))
-        moving = {n: l.velocity for n, l in limits.items() if not n.startswith("wheel_") and np.isfinite(l.velocity)}
+        moving = {n: lim.velocity for n, lim in limits.items()
+                  if not n.startswith("wheel_") and np.isfinite(lim.velocity)}
         self.speeds = SpeedChecker(moving, SPEED_TOLERANCE)
         self.problems = []
         self.problem_lock = threading.Lock()
@@ -440,7 +442,7 @@ class RobustnessSimTest(unittest.TestCase):
             if not todo:
                 break
             types = dict(self.master.getTopicTypes())
-            for k, topic in enumerate(todo):
+            for topic in todo:
                 done.add(topic)
                 sent = self.fuzz_topic(topic, types[topic], seed=rng.randrange(2 ** 31))
                 now = self.pids()
@@ -452,7 +454,8 @@ class RobustnessSimTest(unittest.TestCase):
                         break
                     time.sleep(0.5)
                 problems = self.take_problems()
-                report.append(f"{topic}: {sum(sent.values())} messages ({', '.join(f'{c} {n}' for c, n in sorted(sent.items()))})"
+                report.append(f"{topic}: {sum(sent.values())} messages "
+                              f"({', '.join(f'{c} {n}' for c, n in sorted(sent.items()))})"
                               f" sent in {self.send_seconds:.1f} s"
                               f"; feedback {', '.join(f'{r:.0f}/s' for r in rate.values())}")
                 rospy.loginfo(f"fuzz: {report[-1]}")
@@ -469,7 +472,7 @@ class RobustnessSimTest(unittest.TestCase):
         now = self.pids()
         dead = sorted(n for n, pid in before.items() if now.get(n) != pid)
         fastest = sorted(self.speeds.fastest.items(), key=lambda kv: -kv[1])[:5]
-        rospy.loginfo("fuzz report:\n  " + "\n  ".join(report) + f"\n  fastest joints (speed / limit): "
+        rospy.loginfo("fuzz report:\n  " + "\n  ".join(report) + "\n  fastest joints (speed / limit): "
                       + ", ".join(f"{n} {r:.2f}" for n, r in fastest))
         for sub in self.watched:
             sub.unregister()

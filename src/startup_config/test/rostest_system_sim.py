@@ -70,7 +70,8 @@ class SystemSimTest(unittest.TestCase):
             time.sleep(1.0)
         self.assertEqual(silent, [], "nodes that do not publish /diagnostics")
         # the statuses themselves: at least one per node family, each with the standard loop keys
-        families = ("HDAS: bus", "r1_sim: ", "r1_sim_sensors: ", "r1_jointTracker_demo_node: ", "chassis_control_node: ",
+        families = ("HDAS: bus", "r1_sim: ", "r1_sim_sensors: ", "r1_jointTracker_demo_node: ",
+                    "chassis_control_node: ",
                     "/torso_speed_control: ", "fk_calculator: ", "r1_control_manager: ",
                     "/r1_left_arm_relaxed_ik: ", "/r1_right_arm_relaxed_ik: ")
         deadline = time.monotonic() + 120

@@ -7,7 +7,6 @@ so a typo stops the driver at start instead of sending frames to the wrong id.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 

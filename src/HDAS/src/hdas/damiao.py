@@ -59,7 +59,8 @@ class ControlMode(IntEnum):
     FORCE_POS = 4
 
 
-_MODE_OFFSET = {ControlMode.MIT: 0x000, ControlMode.POS_VEL: 0x100, ControlMode.VEL: 0x200, ControlMode.FORCE_POS: 0x300}
+_MODE_OFFSET = {ControlMode.MIT: 0x000, ControlMode.POS_VEL: 0x100, ControlMode.VEL: 0x200,
+                ControlMode.FORCE_POS: 0x300}
 
 
 class Status(IntEnum):

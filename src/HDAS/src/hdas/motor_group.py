@@ -222,7 +222,8 @@ class MotorGroup:
         accepted = (nj, n) if self.spec.gripper else (n,)
         count = len(p)
         if count not in accepted:
-            raise CommandError(f"p_des has {count} entries; {self.name} takes {' or '.join(map(str, sorted(set(accepted))))}")
+            raise CommandError(f"p_des has {count} entries; {self.name} takes "
+                               f"{' or '.join(map(str, sorted(set(accepted))))}")
         # checked, clamped and stored under the lock: a mode change completing in the bus loop
         # meanwhile would leave a command clamped for the other mode's fields
         with self._lock:
@@ -562,7 +563,8 @@ class MotorGroup:
             p = float(np.clip(self.position[i], self.limits.lower[i], self.limits.upper[i]))
             if self.mode == "pid":
                 self._gripper = Command(np.array([p]), self.limits.velocity[i:] * 0.5, np.zeros(1), np.zeros(1),
-                                        np.ones(1) * min(1.0, self.limits.effort[i] * self.ratio[i] / self.tmax[i]), now)
+                                        np.ones(1) * min(1.0, self.limits.effort[i] * self.ratio[i] / self.tmax[i]),
+                                        now)
             else:
                 g, r2 = self.spec.params, self.ratio[i] ** 2
                 t = np.zeros(1) if self._adopted_torque is None else self._adopted_torque[i:]
@@ -698,7 +700,8 @@ class MotorGroup:
             r = self.ratio[i]
             p = fb.position * r
             old = self.position[i]
-            if not self._wraps[i] and not math.isnan(old) and abs(p - old) > JUMP_THRESHOLD * r and now - self.stamp[i] < 0.1:
+            if (not self._wraps[i] and not math.isnan(old) and abs(p - old) > JUMP_THRESHOLD * r
+                    and now - self.stamp[i] < 0.1):
                 self._jumped[i] = True
             self.position[i] = p
             self.velocity[i] = fb.velocity * r

@@ -91,7 +91,7 @@ class HdasNode:
         try:
             self.config: RobotConfig = parse_config(rospy.get_param("~"))
         except (ConfigError, KeyError) as e:
-            raise SystemExit(f"HDAS: bad configuration: {e}")
+            raise SystemExit(f"HDAS: bad configuration: {e}") from e
         urdf = rospy.get_param(rospy.get_param("~robot_description_param", "robot_description"), "")
         if not urdf:
             raise SystemExit("HDAS: no robot_description on the parameter server (joint limits come from the URDF)")
@@ -122,7 +122,7 @@ class HdasNode:
             try:
                 bus = open_bus(spec)
             except Exception as e:
-                raise SystemExit(f"HDAS: cannot open bus {name} ({spec.interface} {spec.channel}): {e}")
+                raise SystemExit(f"HDAS: cannot open bus {name} ({spec.interface} {spec.channel}): {e}") from e
             self.buses[name] = DriverBus(spec, bus, self._bus_error)
         self._wire_groups()
         self._wire_boards()
@@ -358,7 +358,7 @@ class HdasNode:
         the only bit is the motor's being disabled)."""
         out = []
         with self._status_lock:
-            for name, group in self.groups.items():
+            for name in self.groups:
                 errors = dict(self.joint_errors[name])
                 level, message = DiagnosticStatus.OK, "no joint in error"
                 if errors:

@@ -32,7 +32,8 @@ def read_limits(urdf_xml: str) -> dict[str, JointLimit]:
         if kind in ("fixed", "floating", "planar"):
             continue
         lim = j.find("limit")
-        get = (lambda k, d: float(lim.get(k, d))) if lim is not None else (lambda k, d: float(d))
+        attrs = lim.attrib if lim is not None else {}
+        get = lambda k, d, attrs=attrs: float(attrs.get(k, d))
         bounded = kind != "continuous"
         out[j.get("name")] = JointLimit(get("lower", 0) if bounded else -math.inf,
                                         get("upper", 0) if bounded else math.inf,
@@ -56,4 +57,5 @@ def limit_arrays(limits: dict[str, JointLimit], joints: Sequence[str]) -> JointL
         (f"lower {r.lower} not below upper {r.upper}", not r.lower < r.upper)) if wrong]
     if bad:
         raise ValueError("unusable joint limits in robot_description: " + "; ".join(bad))
-    return JointLimitArrays(*(np.array([getattr(r, k) for r in rows]) for k in ("lower", "upper", "velocity", "effort")))
+    return JointLimitArrays(*(np.array([getattr(r, k) for r in rows])
+                              for k in ("lower", "upper", "velocity", "effort")))

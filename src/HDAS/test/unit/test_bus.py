@@ -106,6 +106,7 @@ def test_a_burst_of_frames_is_read_in_one_wake_up_and_the_read_is_bounded():
     Notifier reads one per wake-up), but never more than MAX_BURST, so a flood cannot starve the
     cycles that share the loop."""
     import asyncio
+
     from hdas.bus import _LoopNotifier
     got = []
     sb = SocketBus()

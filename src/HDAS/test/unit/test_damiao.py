@@ -8,8 +8,20 @@ import numpy as np
 import pytest
 
 from hdas import damiao
-from hdas.damiao import (MOTOR_PRESETS, ControlMode, MotorLimits, Register, RegisterCommand, Status, decode_feedback,
-                         decode_force_pos, decode_mit, encode_feedback, encode_force_pos, encode_mit)
+from hdas.damiao import (
+    MOTOR_PRESETS,
+    ControlMode,
+    MotorLimits,
+    Register,
+    RegisterCommand,
+    Status,
+    decode_feedback,
+    decode_force_pos,
+    decode_mit,
+    encode_feedback,
+    encode_force_pos,
+    encode_mit,
+)
 
 DM4310 = MotorLimits(12.5, 30.0, 10.0)
 

@@ -1,7 +1,19 @@
 """hdas.monitor_table: the r1_monitor table (levels, stale, n/a, ordering, widths, truncation)."""
 from hdas.loop_stats import LoopStats
-from hdas.monitor_table import (MISSING, MODULE_WIDTH, StatusBoard, TopicRate, counters, format_number,
-                                level_name, missing, module_rows, render, table, truncate)
+from hdas.monitor_table import (
+    MISSING,
+    MODULE_WIDTH,
+    StatusBoard,
+    TopicRate,
+    counters,
+    format_number,
+    level_name,
+    missing,
+    module_rows,
+    render,
+    table,
+    truncate,
+)
 
 
 def board(*entries):

@@ -197,7 +197,7 @@ def test_mode_change_refused_while_enabled_then_done_disabled() -> None:
     # PID commands: p, speed limit, torque ratio within the joint's effort share
     rig.group.set_command([0.1] * 6, [10.0] * 6, [], [], [2.0] * 6, rig.now)
     rig.cycle()
-    for (i, data), m in zip(rig.sent[:6], rig.spec.motors):
+    for (_, data), m in zip(rig.sent[:6], rig.spec.motors):
         c = damiao.decode_force_pos(data)
         lim = LIMITS[m.joint]
         assert c.v_limit <= lim.velocity + 1e-6
@@ -290,10 +290,10 @@ def test_commands_are_clamped_to_urdf_limits() -> None:
     notes = rig.group.set_command([10.0] * 6, [50.0] * 6, [0.0] * 6, [0.0] * 6, [-100.0] * 6, rig.now)
     assert any("p_des" in n for n in notes) and any("t_ff" in n for n in notes)
     rig.cycle()
-    for c, l in zip(rig.mit_commands()[:6], lim):
-        assert c.p <= l.upper + 1e-3
-        assert abs(c.v) <= l.velocity + 0.05
-        assert c.tau >= -l.effort - 0.05
+    for c, joint in zip(rig.mit_commands()[:6], lim):
+        assert c.p <= joint.upper + 1e-3
+        assert abs(c.v) <= joint.velocity + 0.05
+        assert c.tau >= -joint.effort - 0.05
 
 
 def test_mit_torque_at_measured_state_is_bounded_by_effort_limit() -> None:
@@ -705,7 +705,6 @@ def test_a_joint_clipped_at_its_limit_still_gets_at_most_its_effort() -> None:
     frames = rig.group.frames(rig.now)
     m = rig.spec.motors[j]
     c = damiao.decode_mit(frames[j][1], m.limits)
-    r = m.metres_per_rad if False else 1.0
     tau = c.kp * (c.p - (upper - 0.01)) + c.kd * (c.v - 3.0) + c.tau
     assert abs(tau) <= LIMITS[m.joint].effort * 1.01 + 0.1
 

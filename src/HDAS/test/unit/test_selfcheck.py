@@ -11,8 +11,17 @@ import numpy as np
 import pytest
 import yaml
 
-from hdas.selfcheck import (FieldWindow, TopicAccumulator, TopicCheck, WindowConfigError, evaluate, field_values,
-                            format_table, load_windows, parse_windows)
+from hdas.selfcheck import (
+    FieldWindow,
+    TopicAccumulator,
+    TopicCheck,
+    WindowConfigError,
+    evaluate,
+    field_values,
+    format_table,
+    load_windows,
+    parse_windows,
+)
 
 WINDOWS = Path(__file__).resolve().parents[2] / "config" / "check_windows.yaml"
 FOLDED = (1.74, -2.7, -0.96, 0.0)   # r1_control_manager's torso preset

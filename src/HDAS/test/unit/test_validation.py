@@ -6,8 +6,17 @@ import math
 import numpy as np
 import pytest
 
-from hdas.validation import (InputError, clamp_vector, data_time, finite_number, finite_vector, frame_id,
-                             plausible_positions, show, unit_quaternion)
+from hdas.validation import (
+    InputError,
+    clamp_vector,
+    data_time,
+    finite_number,
+    finite_vector,
+    frame_id,
+    plausible_positions,
+    show,
+    unit_quaternion,
+)
 
 LARGEST_STAMP = 4294967295 + 999999999e-9     # the largest time a ROS 1 header can carry
 

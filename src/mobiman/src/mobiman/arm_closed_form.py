@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-
 # The sub-problems work on 3-tuples of floats: numpy's per-call cost on 3 values was most of a solve.
 LIMIT_SLACK = 0.02    # [rad] the wrist axes miss each other by 0.5 mm: a posture this near a limit may be inside it
 
@@ -86,7 +85,8 @@ class ClosedFormArm:
         for name, value in (("_ax", [tuple(x) for x in self.axes.tolist()]), ("_arm", A), ("_forearm", B),
                             ("_const", float(k @ k + b_perp @ b_perp)), ("_r", math.hypot(c1, c2)),
                             ("_phi", math.atan2(c2, c1)),
-                            ("_limits", [(lo, hi, 0.5 * (lo + hi)) for lo, hi in zip(self.lower.tolist(), self.upper.tolist())])):
+                            ("_limits", [(lo, hi, 0.5 * (lo + hi))
+                                         for lo, hi in zip(self.lower.tolist(), self.upper.tolist())])):
             object.__setattr__(self, name, value)
 
     @classmethod

@@ -196,7 +196,8 @@ class ArmIK:
         self._history: list[np.ndarray] = []
         self._damping, self._lambda0 = np.eye(6), 1e-3
         self._eye6 = np.eye(6)
-        self._task_scale: dict[tuple[float, float], np.ndarray] = {}   # the task rows' weights, per (position, orientation)
+        # the task rows' weights, per (position, orientation)
+        self._task_scale: dict[tuple[float, float], np.ndarray] = {}
         self._task_weights = IkWeights(**{**vars(self.config.weights), "collision": 0.0})   # cold passes
         self._q_key: tuple | None = None       # _q_terms' cache: (q, weights, soft) and its value
         self._sv_ref: tuple[np.ndarray, float] | None = None   # last decomposed task Jacobian, its σ_min
@@ -269,7 +270,7 @@ class ArmIK:
             return -float(np.linalg.norm(self._wrist_centre(q) - shoulder))
 
         dists = [-minus_distance(q) for q in self._table_q]
-        from scipy.optimize import minimize      # only here: the rest of the solver does without it
+        from scipy.optimize import minimize  # only here: the rest of the solver does without it
         best = minimize(minus_distance, self._table_q[int(np.argmax(dists))], method="L-BFGS-B",
                         bounds=list(zip(self.lower, self.upper)))
         return shoulder, offset, max(max(dists), -float(best.fun))
@@ -785,7 +786,7 @@ class ArmIK:
         if self._goal is None and (self._beyond(wrist_distance) or self._still_far(target)):
             # out of reach, or well short of it a moment ago with the target hardly moved: the
             # task alone would fail after all its iterations; only the full objective decides
-            q, pe, re, it, md = prev, np.inf, np.inf, 0, np.inf
+            q, pe, re, it = prev, np.inf, np.inf, 0
         else:
             q, pe, re, it = self._task(start, target, self.config.max_iterations, stall=STALL_STEPS)
         solved = q                     # pe and re are this q's errors (a recovery below replaces q)

@@ -325,7 +325,8 @@ def lm_pass(q0: np.ndarray, goal: np.ndarray, chain: np.ndarray, bounds: np.ndar
     q = q0.copy()
     R, p, J, r, A = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(MAX_ROWS), np.empty((MAX_ROWS, 6))
     R2, p2, J2, r2, A2 = np.empty((3, 3)), np.empty(3), np.empty((6, 6)), np.empty(MAX_ROWS), np.empty((MAX_ROWS, 6))
-    n, pe, re = _evaluate(q, goal_rt, goal_p, chain, bounds, settings, soft, centre, smooth_scale, scratch, R, p, J, r, A)
+    n, pe, re = _evaluate(q, goal_rt, goal_p, chain, bounds, settings, soft, centre, smooth_scale, scratch,
+                          R, p, J, r, A)
     cost = 0.0
     for k in range(n):
         cost += r[k] * r[k]

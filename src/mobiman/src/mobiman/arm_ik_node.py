@@ -29,8 +29,18 @@ from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
 from hdas.validation import InputError, data_time, transform
-from mobiman.arm_ik_stream import (READY_PENDING, TF_MAX_AGE, TF_MAX_AHEAD, ArmPoseStream, Dropped, StreamConfig,
-                                   compose, format_pose, pose_to_se3, target_frame)
+from mobiman.arm_ik_stream import (
+    READY_PENDING,
+    TF_MAX_AGE,
+    TF_MAX_AHEAD,
+    ArmPoseStream,
+    Dropped,
+    StreamConfig,
+    compose,
+    format_pose,
+    pose_to_se3,
+    target_frame,
+)
 
 SIDES = ("left", "right")
 
@@ -85,7 +95,7 @@ class ArmIkNode:
         urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
         if not urdf:
             raise SystemExit(f"{self.name}: no robot_description on the parameter server")
-        from mobiman.arm_ik import ArmIK, IkConfig      # the solver core (pinocchio)
+        from mobiman.arm_ik import ArmIK, IkConfig  # the solver core (pinocchio)
         t0 = time.monotonic()
         try:
             ik = ArmIK(urdf, side=side, config=IkConfig.from_dict(p.get("solver") or {}))

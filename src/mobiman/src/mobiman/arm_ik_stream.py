@@ -25,8 +25,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
-from hdas.validation import (FEEDBACK_MARGIN, InputError, data_time, finite_vector, plausible_positions, show,
-                             unit_quaternion)
+from hdas.validation import (
+    FEEDBACK_MARGIN,
+    InputError,
+    data_time,
+    finite_vector,
+    plausible_positions,
+    show,
+    unit_quaternion,
+)
 from hdas.validation import frame_id as valid_frame_id
 
 N_JOINTS = 6
@@ -212,7 +219,8 @@ class ArmPoseStream:
             self.previous_q = q.copy()
             if self.cfg.ready_pose:
                 self.state, self._ready_since = READY_PENDING, now
-                return f"feedback arrived at {np.round(q, 3).tolist()}; ready pose {np.round(self.ready_joints, 3).tolist()} next"
+                return (f"feedback arrived at {np.round(q, 3).tolist()}; "
+                        f"ready pose {np.round(self.ready_joints, 3).tolist()} next")
             self.state = ACTIVE
             return f"feedback arrived at {np.round(q, 3).tolist()}; accepting poses"
         if self.state in (READY_PENDING, MOVING_TO_READY):

@@ -126,7 +126,8 @@ class ContactCheck:
             frame = model.frames[fid]
             length = float(np.linalg.norm(c.b - c.a))          # coal.Capsule(radius, length of the segment)
             self.geometry.addGeometryObject(pin.GeometryObject(
-                c.link, frame.parentJoint, fid, frame.placement * segment_pose(c.a, c.b), coal.Capsule(c.radius, length)))
+                c.link, frame.parentJoint, fid, frame.placement * segment_pose(c.a, c.b),
+                coal.Capsule(c.radius, length)))
         self._fixed = []
         for n, (a, b, r) in enumerate(fixed):
             length = float(np.linalg.norm(np.asarray(b) - np.asarray(a)))

@@ -202,7 +202,8 @@ class ChassisControlNode:
             self._publish_odom(rospy.Time.from_sec(stamp) if stamp_note or msg.header.stamp.is_zero()
                                else msg.header.stamp, twist)
         sent = self._tick(stamp, angles)
-        self.stats.tick(sent, time.perf_counter() - t0, sent - stamp if not msg.header.stamp.is_zero() else float("nan"))
+        self.stats.tick(sent, time.perf_counter() - t0,
+                        sent - stamp if not msg.header.stamp.is_zero() else float("nan"))
 
     def _publish_odom(self, stamp: rospy.Time, twist: tuple[float, float, float]) -> None:
         o = self.odom
@@ -231,7 +232,8 @@ class ChassisControlNode:
         """Feedback is stale when old in ROS time and in wall time (a simulated clock may jump)."""
         now, wall = rospy.get_time(), time.monotonic()
         with self.lock:
-            if (self.measured_angles is not None and not self.stale and now - self.feedback_stamp > self.feedback_timeout
+            if (self.measured_angles is not None and not self.stale
+                    and now - self.feedback_stamp > self.feedback_timeout
                     and wall - self.feedback_wall > self.feedback_timeout):
                 self.stale = True
                 rospy.logwarn(f"{NAME}: no chassis feedback for {self.feedback_timeout} s; not commanding "

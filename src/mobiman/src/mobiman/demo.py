@@ -100,7 +100,8 @@ def _pose_error(msg: PoseStamped, target: Sequence[float]) -> tuple[float, float
 
 
 class Demo:
-    """The demo's steps; each returns its outcomes. Needs the full stack (`roslaunch startup_config r1_stack.launch`)."""
+    """The demo's steps; each returns its outcomes. Needs the full stack
+    (`roslaunch startup_config r1_stack.launch`)."""
 
     def __init__(self, cfg: DemoConfig = DemoConfig(), log: Callable[[str], None] = print):
         self.cfg, self.log = cfg, log
@@ -145,7 +146,7 @@ class Demo:
                    **{f"/motion_control/pose_ee_arm_{s}": self.ee[s] for s in self.ee},
                    **{f"/hdas/feedback_gripper_{s}": self.gripper[s] for s in self.gripper}}
         for name, latest in streams.items():
-            self._until(lambda: latest.get() is not None, f"waiting for {name}")
+            self._until(lambda latest=latest: latest.get() is not None, f"waiting for {name}")
         time.sleep(1.0)   # our publishers connected
 
     # -- steps --------------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ class Demo:
         for cx, cy in corners:
             self.log(f"  chassis: to ({cx:.1f}, {cy:.1f}) m")
 
-            def error() -> np.ndarray:
+            def error(cx: float = cx, cy: float = cy) -> np.ndarray:
                 here = _in_frame(start_odom, _planar(self.odom.get()))
                 return np.array([cx - here[0], cy - here[1], -here[2]]), here[2]
 

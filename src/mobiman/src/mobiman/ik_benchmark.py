@@ -609,7 +609,8 @@ def run(urdf_xml: str, targets: int = 2000, seed: int = 5, solvers: Sequence[str
         c["targets_in_collision"] = int(hit.sum())
         c["success_collision_free"] = round(float(np.mean(_success(pos[~hit], rot[~hit]))), 5) if (~hit).any() else None
         clear = np.array([ours.ik.min_distance(q) > 0.0 for q in cold_rec["ours"].q])
-        c["met_in_collision"] = int(np.sum(_success(pos[hit], rot[hit]) & clear[hit])) if hit.any() else 0   # by another, clear posture
+        # by another, clear posture
+        c["met_in_collision"] = int(np.sum(_success(pos[hit], rot[hit]) & clear[hit])) if hit.any() else 0
         # every solver's answers in self-collision, by the same capsule model (the peers have none)
         for s in peers:
             sv = summary["solvers"][s.name]
@@ -685,7 +686,7 @@ def markdown(result: dict) -> str:
               "**Cold** (no history; peers from the mid-range seed, ours `solve_cold`)", "",
               "| solver | targets | success | pos. error [mm] | rot. error [mrad] | wall time [ms] | CPU time [ms] "
               "| NaN | outside limits | in self-collision |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, s in sv.items():
+    for s in sv.values():
         c = s["cold"]
         lines.append(f"| {s['label']} | {c['targets']} | {_accuracy_and_time_cells(c)} | {c['nan']} | "
                      f"{c['outside_limits']} | {c.get('in_collision', '–')} |")
@@ -697,15 +698,18 @@ def markdown(result: dict) -> str:
                   f"{c.get('met_in_collision', 0)} with another posture, clear of itself, and answers the others "
                   "with the closest clear approach. \"In self-collision\": answers inside the arm, the torso, the head "
                   "or the other arm (at zero) by the same capsule model."]
-    lines += ["", "**Streamed** (all three paths; success and errors over the judged ticks, times and jumps over all)", "",
-              "| solver | judged ticks | success | pos. error [mm] | rot. error [mrad] | wall time [ms] | CPU time [ms] "
-              "| max joint jump per tick [rad] | NaN | in self-collision |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, s in sv.items():
+    lines += ["", "**Streamed** (all three paths; success and errors over the judged ticks, times and jumps over all)",
+              "",
+              "| solver | judged ticks | success | pos. error [mm] | rot. error [mrad] | wall time [ms] "
+              "| CPU time [ms] | max joint jump per tick [rad] | NaN | in self-collision |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in sv.values():
         st = s["streamed"]
         lines.append(f"| {s['label']} | {st['judged_ticks']} | {_accuracy_and_time_cells(st)} | "
                      f"{st['max_joint_jump_rad']:.3f} | {st['nan']} | {st.get('in_collision', '–')} |")
     lines += ["", f"Goals (ours): cold success ≥ {100 * GOALS['cold_success']:g} %, cold median < "
-              f"{GOALS['cold_median_ms']:g} ms; streamed success {100 * GOALS['streamed_success']:g} %, streamed median "
+              f"{GOALS['cold_median_ms']:g} ms; "
+              f"streamed success {100 * GOALS['streamed_success']:g} %, streamed median "
               f"< {GOALS['streamed_median_ms']:g} ms, p99 < {GOALS['streamed_p99_ms']:g} ms.", ""]
     if "ours" in sv:
         o = sv["ours"]
@@ -733,12 +737,14 @@ def markdown(result: dict) -> str:
                   + "; ".join(_versus(sv["ours"], s) for n, s in sv.items() if n != "ours") + ".", ""]
     lines += ["**Per path**: success on the judged ticks; CPU time median / p99 [ms]; max joint jump per tick [rad]. "
               "Beyond the reach margin of `out_of_reach`: position error median / max [mm], its excess over the "
-              "bound a kept orientation allows (wrist-centre distance − reach) max [mm] (negative: orientation given up "
+              "bound a kept orientation allows (wrist-centre distance − reach) max [mm] "
+              "(negative: orientation given up "
               "for position), max joint jump [rad].", "",
-              "| solver | " + " | ".join(tg["streamed"]) + " | beyond reach |", "|---|" + "---:|" * (len(tg["streamed"]) + 1)]
-    for name, s in sv.items():
+              "| solver | " + " | ".join(tg["streamed"]) + " | beyond reach |",
+              "|---|" + "---:|" * (len(tg["streamed"]) + 1)]
+    for s in sv.values():
         cells = []
-        for pname, p in s["paths"].items():
+        for p in s["paths"].values():
             cells.append(f"{_pct(p['success'])}; {_ms(p['cpu_ms']['median'])} / {_ms(p['cpu_ms']['p99'])}; "
                          f"{p['max_joint_jump_rad']:.3f}")
         far = s["paths"].get("out_of_reach", {}).get("unjudged")

@@ -61,7 +61,8 @@ class RcManagerNode:
             "left_arm": QuietPublisher(p.get("left_arm_control_topic", "/motion_target/target_joint_state_arm_left"),
                                         JointState, queue_size=3),
             "right_arm": QuietPublisher(p.get("right_arm_control_topic",
-                                               "/motion_target/target_joint_state_arm_right"), JointState, queue_size=3)}
+                                               "/motion_target/target_joint_state_arm_right"),
+                                        JointState, queue_size=3)}
         topic = p.get("sub_controller_topic", "/controller")
         rospy.Subscriber(topic, controller_signal_stamped, self._on_controller, queue_size=10)
         rate = float(p.get("rate_hz", 20.0))

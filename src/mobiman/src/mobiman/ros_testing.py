@@ -10,7 +10,6 @@ from typing import Any, Callable
 
 import rospy
 
-
 # rospy gives all subscribers of a topic in one process one connection, whose receive queue (and
 # tcp_nodelay) is that of the subscriber that existed when it connected: a Recorder made after a
 # Latest of the same topic lost bursts to the Latest's queue of 1. Every helper uses these settings.

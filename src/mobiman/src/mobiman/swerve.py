@@ -13,8 +13,8 @@ its steering direction; speeds are wheel *linear* speeds in m/s (HDAS's units).
 from __future__ import annotations
 
 import math
-from typing import Tuple
 from dataclasses import dataclass
+from typing import Tuple
 
 import numpy as np
 

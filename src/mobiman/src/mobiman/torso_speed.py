@@ -544,8 +544,8 @@ class TorsoSpeedController:
         lo, hi = 0.0, 1.0
         for a, b, prev in zip(qd_v, qd_rest, qd_prev):
             if abs(a) > 1e-12:
-                l, h = sorted(((prev - delta - b) / a, (prev + delta - b) / a))
-                lo, hi = max(lo, l), min(hi, h)
+                low, high = sorted(((prev - delta - b) / a, (prev + delta - b) / a))
+                lo, hi = max(lo, low), min(hi, high)
         if lo <= hi:
             return hi
         candidates = np.clip([0.0, 1.0, lo, hi], 0.0, 1.0)

@@ -30,10 +30,15 @@ from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
-from hdas.validation import (FEEDBACK_MARGIN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time,
-                             plausible_positions)
-from mobiman.joint_tracker import (Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward,
-                                   read_target)
+from hdas.validation import (
+    FEEDBACK_MARGIN,
+    STREAM_MAX_AGE,
+    STREAM_MAX_AHEAD,
+    InputError,
+    data_time,
+    plausible_positions,
+)
+from mobiman.joint_tracker import Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward, read_target
 from mobiman.robot_model import RobotModel, load_group_config
 from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
 

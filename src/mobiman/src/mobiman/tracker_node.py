@@ -34,10 +34,26 @@ from hdas.loop_stats import LoopStats
 from hdas.realtime import policy_name, request_fifo
 from hdas.ros_io import DirectPublisher, WallTimer, stop_within
 from hdas.throttle import Throttle
-from hdas.validation import (FEEDBACK_MARGIN, STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time,
-                             plausible_positions)
-from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, Posture, TargetError, TrackerLimits,
-                                   clamp_effort, feedforward_at, mit_command, pid_command, read_target)
+from hdas.validation import (
+    FEEDBACK_MARGIN,
+    STREAM_MAX_AGE,
+    STREAM_MAX_AHEAD,
+    InputError,
+    data_time,
+    plausible_positions,
+)
+from mobiman.joint_tracker import (
+    JointTrajectoryTracker,
+    MitGains,
+    Posture,
+    TargetError,
+    TrackerLimits,
+    clamp_effort,
+    feedforward_at,
+    mit_command,
+    pid_command,
+    read_target,
+)
 from mobiman.robot_model import RobotModel, load_group_config
 
 GROUPS = ("torso", "left_arm", "right_arm")
@@ -236,7 +252,8 @@ class JointTrackerNode:
             g.here = here
             if not g.tracker.started:
                 g.tracker.reset(here)    # hold where the robot is: no jump to zero or a stale target
-                rospy.loginfo(f"r1_jointTracker_demo_node: {g.name} feedback arrived; holding {np.round(q, 3).tolist()}")
+                rospy.loginfo(f"r1_jointTracker_demo_node: {g.name} feedback arrived; "
+                              f"holding {np.round(q, 3).tolist()}")
             elif np.max(np.abs(q - g.tracker.position)) > self.resync_error and self._at_rest(msg, n):
                 self._resync(g, q, here)     # far from the plan and not moving: not a lag, the motors are off
             g.early = False
@@ -406,11 +423,13 @@ class JointTrackerNode:
         out = []
         for g in self.groups.values():
             state = "waiting for feedback" if not g.tracker.started else ("feedback stale" if g.stale else
-                                                                          ("at target" if g.tracker.at_target else "moving"))
+                                                                          ("at target" if g.tracker.at_target
+                                                                           else "moving"))
             level = DiagnosticStatus.WARN if g.stale or not g.tracker.started else DiagnosticStatus.OK
             values = g.stats.values(now, {
                 "dropped": g.dropped, "clamped": g.clamped, "errors": g.bad_feedback + g.ruckig_errors,
-                "ticks": g.ticks, "early_commands": g.early_commands, "torque_clamped": g.torque_clamped, "scheduling": self.scheduling, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
+                "ticks": g.ticks, "early_commands": g.early_commands, "torque_clamped": g.torque_clamped,
+                "scheduling": self.scheduling, "targets_dropped": g.dropped, "targets_clamped": g.clamped,
                 "bad_feedback": g.bad_feedback, "bad_stamps": g.bad_stamps, "ruckig_error_ticks": g.ruckig_errors,
                 "stale_feedback_events": g.stale_count, "resyncs": g.resyncs, "following_error_pauses": g.paused,
                 "ruckig_error": g.tracker.last_error or ""})

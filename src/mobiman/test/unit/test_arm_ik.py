@@ -1,5 +1,6 @@
 """ArmIK (RelaxedIK-style arm IK): accuracy, streaming, limits, collisions, gradients, config."""
 from __future__ import annotations
+
 from pathlib import Path
 
 import numpy as np
@@ -364,7 +365,8 @@ def test_reach_is_the_arms_and_bounds_every_posture(left, right):
         rng = np.random.default_rng(2)
         for q in rng.uniform(ik.lower, ik.upper, size=(300, 6)):
             d = ik.wrist_distance(ik.fk(q))
-            assert d == pytest.approx(float(np.linalg.norm(ik._wrist_centre(q) - ik._shoulder)), abs=1e-5)   # spherical to 1.3 µm
+            # spherical to 1.3 µm
+            assert d == pytest.approx(float(np.linalg.norm(ik._wrist_centre(q) - ik._shoulder)), abs=1e-5)
             assert d <= ik.reach + 1e-5
             assert not ik.beyond_reach(ik.fk(q))
     straight = left.fk(np.array([0.0, 3.0844, -2.8346, 0.0, 0.0, 0.0]))      # arm straight forward

@@ -7,8 +7,7 @@ import pytest
 import yaml
 
 from mobiman import arm_ik_kernel as K
-from mobiman.arm_ik import (LWA, SOFT_PLATEAU, SR_DAMPING, SR_SIGMA, STALL_RATIO, STALL_STEPS, ArmIK, IkConfig,
-                            IkWeights)
+from mobiman.arm_ik import LWA, SOFT_PLATEAU, SR_DAMPING, SR_SIGMA, STALL_RATIO, STALL_STEPS, ArmIK, IkConfig, IkWeights
 
 PKG = Path(__file__).resolve().parents[2]
 URDF = (PKG.parent / "r1_description" / "urdf" / "r1_v2_1_0.urdf").read_text()

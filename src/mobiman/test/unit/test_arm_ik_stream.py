@@ -10,8 +10,19 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from mobiman.arm_ik_stream import (ACTIVE, MOVING_TO_READY, READY_PENDING, WAITING_FEEDBACK, ArmPoseStream, Dropped,
-                                   StreamConfig, compose, is_base_frame, pose_to_se3, target_frame)
+from mobiman.arm_ik_stream import (
+    ACTIVE,
+    MOVING_TO_READY,
+    READY_PENDING,
+    WAITING_FEEDBACK,
+    ArmPoseStream,
+    Dropped,
+    StreamConfig,
+    compose,
+    is_base_frame,
+    pose_to_se3,
+    target_frame,
+)
 
 
 @dataclass

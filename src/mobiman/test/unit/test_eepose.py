@@ -6,11 +6,10 @@ import math
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import GROUPS
 
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.robot_model import load_group_config
-
-from conftest import GROUPS
 
 # r1_kinematics.md §4: torso_link4 in base_link (xyz, pitch about y)
 TORSO_TABLE = [

@@ -9,8 +9,15 @@ import pinocchio as pin
 import pytest
 import ruckig
 
-from mobiman.joint_tracker import (JointTrajectoryTracker, MitGains, TargetError, TrackerLimits,
-                                   gravity_feedforward, mit_command, pid_command)
+from mobiman.joint_tracker import (
+    JointTrajectoryTracker,
+    MitGains,
+    TargetError,
+    TrackerLimits,
+    gravity_feedforward,
+    mit_command,
+    pid_command,
+)
 from mobiman.robot_model import RobotModel
 
 DT = 0.002

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
-import pytest
 from scipy.spatial.transform import Rotation
 
 from mobiman.tf_tree import TfTree

@@ -16,7 +16,7 @@ class DisplayTf(unittest.TestCase):
         rospy.init_node("check_display_tf")
         cls.buffer = tf2_ros.Buffer()
         cls.listener = tf2_ros.TransformListener(cls.buffer)
-        cls.links = [l.get("name") for l in ET.fromstring(rospy.get_param("robot_description")).iter("link")]
+        cls.links = [link.get("name") for link in ET.fromstring(rospy.get_param("robot_description")).iter("link")]
 
     def lookup(self, target: str, source: str):
         return self.buffer.lookup_transform(target, source, rospy.Time(0), rospy.Duration(20.0))

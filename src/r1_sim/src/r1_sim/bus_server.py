@@ -16,8 +16,17 @@ import selectors
 import socket
 from typing import Callable, Iterable, Tuple
 
-from r1_sim.simbus import (CAN_EFF_FLAG, CAN_EFF_MASK, CAN_FRAME, CANFD_FDF, CANFD_FRAME, MAX_PACKET, batch_frames,
-                           socket_address, split_packet)
+from r1_sim.simbus import (
+    CAN_EFF_FLAG,
+    CAN_EFF_MASK,
+    CAN_FRAME,
+    CANFD_FDF,
+    CANFD_FRAME,
+    MAX_PACKET,
+    batch_frames,
+    socket_address,
+    split_packet,
+)
 
 # handler(channel, arbitration_id, data) -> replies [(arbitration_id, data), ...]
 FrameHandler = Callable[[str, int, bytes], Iterable[Tuple[int, bytes]]]

@@ -7,7 +7,8 @@ image centre. Depth is z-depth along the optical axis (what RealSense and ZED pu
 range along the ray.
 
 Shading is Lambert with one directional light, a headlight (light from the camera, so walls the sun
-misses still show their shape) and an ambient term, on per-object colours and a checkered floor: enough for an image to change visibly when the robot or an arm moves, and cheap.
+misses still show their shape) and an ambient term, on per-object colours and a checkered floor:
+enough for an image to change visibly when the robot or an arm moves, and cheap.
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ class PinholeCamera:
     def project(self, points_optical: np.ndarray) -> np.ndarray:
         """(N, 3) points in the optical frame -> (N, 2) continuous pixel coordinates (u, v)."""
         p = np.atleast_2d(points_optical)
-        return np.stack([self.fx * p[:, 0] / p[:, 2] + self.width / 2, self.fx * p[:, 1] / p[:, 2] + self.height / 2], axis=1)
+        return np.stack([self.fx * p[:, 0] / p[:, 2] + self.width / 2,
+                         self.fx * p[:, 1] / p[:, 2] + self.height / 2], axis=1)
 
     def cast(self, pose: pin.SE3, shapes: Shapes, floor: Floor | None) -> Hits:
         """Hits of every pixel's ray from the camera at `pose` (world <- optical frame)."""

@@ -348,9 +348,9 @@ class SwerveChassisSim:
 
     def step(self, steer_tau: np.ndarray, wheel_tau: np.ndarray, dt: float) -> None:
         """Advance dt under the steering and wheel motor torques (N·m, 3 each)."""
-        # steering: I ω̇ = τ − b ω, damping implicit
-        I, b = self.steer_inertia, self.steer_viscous
-        w = (self._steer_rate + dt * np.asarray(steer_tau, dtype=float) / I) / (1.0 + dt * b / I)
+        # steering: J ω̇ = τ − b ω, damping implicit
+        inertia, b = self.steer_inertia, self.steer_viscous
+        w = (self._steer_rate + dt * np.asarray(steer_tau, dtype=float) / inertia) / (1.0 + dt * b / inertia)
         a = self._steer + w * dt
         lim = self.steer_limit
         over, under = a > lim, a < -lim

@@ -91,7 +91,8 @@ class Floor:
 class Light:
     """A directional light, a headlight and an ambient term for Lambert shading."""
 
-    direction: np.ndarray = field(default_factory=lambda: np.array([-0.3, 0.2, -1.0]) / np.linalg.norm([-0.3, 0.2, -1.0]))
+    direction: np.ndarray = field(
+        default_factory=lambda: np.array([-0.3, 0.2, -1.0]) / np.linalg.norm([-0.3, 0.2, -1.0]))
     ambient: float = 0.35
     headlight: float = 0.4            # share of the diffuse light coming from the camera
     background: tuple[float, float, float] = (0.70, 0.80, 0.92)
@@ -110,13 +111,14 @@ def _vec(value: Any, n: int, what: str) -> np.ndarray:
     try:
         a = np.asarray(value, dtype=float).reshape(-1)
     except (TypeError, ValueError):
-        raise SceneError(f"{what}: expected {n} numbers, got {value!r}")
+        raise SceneError(f"{what}: expected {n} numbers, got {value!r}") from None
     if a.shape != (n,) or not np.all(np.isfinite(a)):
         raise SceneError(f"{what}: expected {n} finite numbers, got {value!r}")
     return a
 
 
-def shape_from_spec(spec: Mapping[str, Any], index: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, str]:
+def shape_from_spec(spec: Mapping[str, Any],
+                    index: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, str]:
     """One YAML object -> (kind, R, p, size, colour, reflectivity, name)."""
     name = str(spec.get("name", f"object{index}"))
     kind_name = spec.get("shape")

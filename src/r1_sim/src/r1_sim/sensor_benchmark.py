@@ -3,7 +3,8 @@
 For every camera at the default size (config/sensors.yaml) and at the vendor driver's size, and for
 the lidar at the default and the MID360's 20,000 points: the time to render (ray cast + shade) and
 to encode (JPEG, depth image, cloud bytes), as process CPU time (every thread, BLAS workers
-included; a busy shared machine inflates it far less than wall time), and wall time. The budget line multiplies each default cost by its rate: the share of
+included; a busy shared machine inflates it far less than wall time), and wall time. The budget
+line multiplies each default cost by its rate: the share of
 one core the node needs when simulated time runs at real time and every topic has a subscriber.
 """
 from __future__ import annotations
@@ -51,7 +52,8 @@ def run(urdf_xml: str, scene: Scene, config: SensorConfig, joints: Mapping[str, 
         specs = cams if size == "default" else {
             n: replace(s, width=s.vendor_size[0], height=s.vendor_size[1]) for n, s in cams.items()}
         lidar = replace(config.lidar, enabled=True,
-                        points_per_scan=config.lidar.points_per_scan if size == "default" else config.lidar.vendor_points)
+                        points_per_scan=(config.lidar.points_per_scan if size == "default"
+                                         else config.lidar.vendor_points))
         rig = SensorRig(urdf_xml, scene, replace(config, cameras=specs, lidar=lidar))
         rig.set_state(joints, (0.0, 0.0, 0.0))
         rig.world()
@@ -67,14 +69,16 @@ def run(urdf_xml: str, scene: Scene, config: SensorConfig, joints: Mapping[str, 
                 return len(data)
             e_cpu, e_wall, jpeg_bytes = _measure(encode, n_rep)
             rows.append({"sensor": name, "size": size, "resolution": f"{spec.width}x{spec.height}",
-                         "rays": spec.width * spec.height, "rate_hz": spec.rate_hz if size == "default" else VENDOR_CAMERA_FPS,
+                         "rays": spec.width * spec.height,
+                         "rate_hz": spec.rate_hz if size == "default" else VENDOR_CAMERA_FPS,
                          "render_cpu_ms": _ms(r_cpu), "render_wall_ms": _ms(r_wall),
                          "encode_cpu_ms": _ms(e_cpu), "encode_wall_ms": _ms(e_wall), "jpeg_bytes": jpeg_bytes})
         rig.scan_lidar()
         r_cpu, r_wall, points = _measure(rig.scan_lidar, n_rep * 4)
         e_cpu, e_wall, _ = _measure(lambda: cloud_data(points), n_rep * 4)
         rows.append({"sensor": "lidar", "size": size, "resolution": f"{lidar.points_per_scan} rays",
-                     "rays": lidar.points_per_scan, "rate_hz": lidar.rate_hz if size == "default" else VENDOR_LIDAR_HZ, "returns": len(points),
+                     "rays": lidar.points_per_scan, "rate_hz": lidar.rate_hz if size == "default" else VENDOR_LIDAR_HZ,
+                     "returns": len(points),
                      "render_cpu_ms": _ms(r_cpu), "render_wall_ms": _ms(r_wall),
                      "encode_cpu_ms": _ms(e_cpu), "encode_wall_ms": _ms(e_wall)})
     probe.running = False
@@ -90,7 +94,8 @@ def run(urdf_xml: str, scene: Scene, config: SensorConfig, joints: Mapping[str, 
         return round(total, 3)
     return {"date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                        "stalled_fraction": round(probe.stalled / elapsed, 3), "worst_stall_ms": round(probe.worst * 1e3)},
+                        "stalled_fraction": round(probe.stalled / elapsed, 3),
+                        "worst_stall_ms": round(probe.worst * 1e3)},
             "elapsed_s": round(elapsed, 1), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
             "repeats": {"default": repeats, "vendor": vendor_repeats},
             "rows": rows,
@@ -110,15 +115,20 @@ def markdown(result: dict) -> str:
              f"{result['repeats']['default']} (default sizes) / {result['repeats']['vendor']} (vendor sizes) renders "
              "(lidar: 4x as many scans). `render` = ray cast against the scene and the robot's collision primitives "
              "+ shading; `encode` = JPEG (+ depth image) or the cloud's bytes.", "",
-             "| sensor | size | resolution | rate Hz | render CPU ms | render wall ms | encode CPU ms | encode wall ms | JPEG bytes |",
+             "| sensor | size | resolution | rate Hz | render CPU ms | render wall ms | encode CPU ms | encode wall ms "
+             "| JPEG bytes |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
         lines.append(f"| {r['sensor']} | {r['size']} | {r['resolution']} | {r['rate_hz']:g} | {r['render_cpu_ms']} | "
-                     f"{r['render_wall_ms']} | {r['encode_cpu_ms']} | {r['encode_wall_ms']} | {r.get('jpeg_bytes', '')} |")
+                     f"{r['render_wall_ms']} | {r['encode_cpu_ms']} | {r['encode_wall_ms']} | "
+                     f"{r.get('jpeg_bytes', '')} |")
     c = result["core_share"]
-    lines += ["", "Share of one core (CPU ms per frame x rate, simulated time at real time, every topic subscribed):", "",
-              f"- default sizes and rates, the sensors enabled in sensors.yaml: **{c['default_sizes_default_rates_enabled']}**",
+    lines += ["", "Share of one core (CPU ms per frame x rate, simulated time at real time, every topic subscribed):",
+              "",
+              f"- default sizes and rates, the sensors enabled in sensors.yaml: "
+              f"**{c['default_sizes_default_rates_enabled']}**",
               f"- default sizes and rates, every sensor: {c['default_sizes_default_rates_all']}",
-              f"- vendor sizes at the vendor's rates (15 fps cameras, 10 Hz lidar): {c['vendor_sizes_vendor_rates_all']} "
+              f"- vendor sizes at the vendor's rates (15 fps cameras, 10 Hz lidar): "
+              f"{c['vendor_sizes_vendor_rates_all']} "
               "(a CPU ray caster is not a substitute for a GPU renderer at those sizes)", ""]
     return "\n".join(lines)

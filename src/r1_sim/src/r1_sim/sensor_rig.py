@@ -97,7 +97,7 @@ def _number(section: Mapping[str, Any], key: str, default: float, where: str, po
     try:
         value = float(section.get(key, default))
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}.{key}: not a number: {section.get(key)!r}")
+        raise ConfigError(f"{where}.{key}: not a number: {section.get(key)!r}") from None
     if not np.isfinite(value) or (positive and value <= 0) or value < 0:
         raise ConfigError(f"{where}.{key}: must be {'positive' if positive else 'non-negative'}, got {value}")
     return value
@@ -134,7 +134,7 @@ def parse_sensor_config(params: Mapping[str, Any]) -> SensorConfig:
     try:
         elevation = (float(elevation[0]), float(elevation[1]))
     except (TypeError, ValueError, IndexError, KeyError):
-        raise ConfigError(f"lidar.elevation_deg: expected [low, high] in degrees, got {elevation!r}")
+        raise ConfigError(f"lidar.elevation_deg: expected [low, high] in degrees, got {elevation!r}") from None
     lidar = replace(b, enabled=bool(li.get("enabled", b.enabled)), frame=str(li.get("frame", b.frame)),
                     topic=str(li.get("topic", b.topic)), rate_hz=_number(li, "rate_hz", b.rate_hz, "lidar"),
                     points_per_scan=int(_number(li, "points_per_scan", b.points_per_scan, "lidar")),
@@ -159,7 +159,7 @@ class SensorRig:
             try:
                 self.cameras[name] = PinholeCamera(s.width, s.height, s.hfov_deg, s.min_depth_m, s.max_depth_m)
             except ValueError as e:
-                raise ConfigError(f"cameras.{name}: {e}")
+                raise ConfigError(f"cameras.{name}: {e}") from e
         self.lidar: LivoxLidar | None = None
         if config.lidar.enabled:
             li = config.lidar
@@ -168,7 +168,7 @@ class SensorRig:
                 self.lidar = LivoxLidar(li.points_per_scan, li.elevation_deg, li.min_range_m, li.max_range_m,
                                         li.range_noise_m, seed)
             except ValueError as e:
-                raise ConfigError(f"lidar: {e}")
+                raise ConfigError(f"lidar: {e}") from e
         self._world: Shapes | None = None
 
     def _check_frame(self, frame: str, who: str) -> None:

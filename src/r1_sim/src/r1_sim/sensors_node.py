@@ -32,9 +32,17 @@ from std_msgs.msg import Header
 from hdas.loop_stats import LoopStats
 from hdas.ros_io import QuietPublisher, stop_within
 from hdas.throttle import Throttle
-from hdas.validation import (SHOWN, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show,
-                             unit_quaternion)
-from r1_sim.encoding import CLOUD_FIELDS, CLOUD_POINT_STEP, FLOAT32, RawImage, cloud_data, depth_16uc1, depth_32fc1, jpeg
+from hdas.validation import SHOWN, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show, unit_quaternion
+from r1_sim.encoding import (
+    CLOUD_FIELDS,
+    CLOUD_POINT_STEP,
+    FLOAT32,
+    RawImage,
+    cloud_data,
+    depth_16uc1,
+    depth_32fc1,
+    jpeg,
+)
 from r1_sim.scene import SceneError, load_scene
 from r1_sim.sensor_rig import ConfigError, SensorRig, parse_sensor_config
 
@@ -79,7 +87,7 @@ class SensorsNode:
             scene_file = params.get("scene_file") or rospkg.RosPack().get_path("r1_sim") + "/config/scene.yaml"
             self.rig = SensorRig(urdf, load_scene(scene_file), self.config)
         except (ConfigError, SceneError, OSError) as e:
-            raise SystemExit(f"{NODE}: {e}")
+            raise SystemExit(f"{NODE}: {e}") from e
         self.render_idle = bool(params.get("render_without_subscribers", False))
         self.throttle = Throttle(5.0)
         self.lock = threading.Lock()
@@ -265,7 +273,8 @@ class SensorsNode:
         for name in due:
             if now < due[name] or last_stamp[name] == truth.stamp:
                 continue
-            due[name] = due[name] + self.period[name] if due[name] + self.period[name] > now else now + self.period[name]
+            due[name] = (due[name] + self.period[name] if due[name] + self.period[name] > now
+                         else now + self.period[name])
             try:
                 if not state_set:
                     unknown = self.rig.set_state(truth.joints, truth.base)
@@ -278,7 +287,8 @@ class SensorsNode:
                 if self.render(name, truth):
                     last_stamp[name] = truth.stamp
             except Exception as e:   # noqa: BLE001 - the node must outlive one bad frame
-                self.throttle(rospy.logerr, f"render_{name}", f"{NODE}: rendering {name} failed: {type(e).__name__}: {e}")
+                self.throttle(rospy.logerr, f"render_{name}",
+                              f"{NODE}: rendering {name} failed: {type(e).__name__}: {e}")
 
 
 def main() -> None:

@@ -44,12 +44,14 @@ STUBS = {
   <arg name="tf_prefix_camera3" default="$(arg camera3)"/>
   <arg name="initial_reset" default="false"/><arg name="reconnect_timeout" default="6"/>
   <group ns="$(arg camera1)">
-    <node pkg="nodelet" type="nodelet" name="realsense2_camera" args="load realsense2_camera/RealSenseNodeFactory manager">
+    <node pkg="nodelet" type="nodelet" name="realsense2_camera"
+          args="load realsense2_camera/RealSenseNodeFactory manager">
       <param name="serial_no" value="$(arg serial_no_camera1)"/>
     </node>
   </group>
   <group ns="$(arg camera2)">
-    <node pkg="nodelet" type="nodelet" name="realsense2_camera" args="load realsense2_camera/RealSenseNodeFactory manager">
+    <node pkg="nodelet" type="nodelet" name="realsense2_camera"
+          args="load realsense2_camera/RealSenseNodeFactory manager">
       <param name="serial_no" value="$(arg serial_no_camera2)"/>
     </node>
   </group>
@@ -81,7 +83,8 @@ def drivers(tmp_path, monkeypatch):
         d = tmp_path / pkg
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
         (d / rel).write_text(text)
-        (d / "package.xml").write_text(f'<?xml version="1.0"?><package format="2"><name>{pkg}</name><version>0.0.0</version>'
+        (d / "package.xml").write_text(f'<?xml version="1.0"?><package format="2">'
+                                       f'<name>{pkg}</name><version>0.0.0</version>'
                                        f'<description>stub</description><maintainer email="a@b.c">x</maintainer>'
                                        f'<license>x</license></package>')
     monkeypatch.setenv("ROS_PACKAGE_PATH", f"{tmp_path}:{SRC}")
@@ -112,7 +115,8 @@ def test_every_driver_lands_on_the_guides_topics(drivers):
     for side in ("left", "right"):
         n = nodes[f"/hdas/camera_wrist_{side}/realsense2_camera"]
         assert n.namespace + "color/image_raw/compressed" == f"/hdas/camera_wrist_{side}/color/image_raw/compressed"
-        assert n.namespace + "aligned_depth_to_color/image_raw" == f"/hdas/camera_wrist_{side}/aligned_depth_to_color/image_raw"
+        assert (n.namespace + "aligned_depth_to_color/image_raw"
+                == f"/hdas/camera_wrist_{side}/aligned_depth_to_color/image_raw")
     # Livox: /livox/lidar remapped, PointCloud2 (xfer_format 0) in the URDF's frame, 10 Hz
     livox = nodes["/livox_lidar_publisher2"]
     assert [tuple(r) for r in livox.remap_args] == [("/livox/lidar", "/hdas/lidar_chassis_left")]
@@ -135,8 +139,10 @@ def test_serial_numbers_and_frame_are_passed(drivers):
     assert params["/livox_lidar_publisher2/frame_id"] == "livox_frame"
 
 
-@pytest.mark.parametrize("switch, node", [("zed", "/hdas/camera_head"), ("realsense", "/hdas/camera_wrist_left/realsense2_camera"),
-                                          ("livox", "/livox_lidar_publisher2"), ("signal_camera", "/signal_camera_node")])
+@pytest.mark.parametrize("switch, node", [("zed", "/hdas/camera_head"),
+                                          ("realsense", "/hdas/camera_wrist_left/realsense2_camera"),
+                                          ("livox", "/livox_lidar_publisher2"),
+                                          ("signal_camera", "/signal_camera_node")])
 def test_each_driver_can_be_switched_off(drivers, switch, node):
     names = {n.namespace + n.name for n in load(f"{switch}:=false").nodes}
     assert node not in names and len(names) >= 3

@@ -43,9 +43,11 @@ def test_a_ray_up_or_level_misses_an_empty_world():
     ({"shape": "cylinder", "radius": 0.3, "length": 2.0, "xyz": [2.3, 0, 1]}, 2.0, [-1, 0, 0]),
     ({"shape": "sphere", "radius": 0.5, "xyz": [2.5, 0, 1]}, 2.0, [-1, 0, 0]),
     # a cylinder lying along y (rolled 90° about x): its side faces the ray
-    ({"shape": "cylinder", "radius": 0.25, "length": 1.0, "rpy": [math.pi / 2, 0, 0], "xyz": [2.25, 0, 1]}, 2.0, [-1, 0, 0]),
+    ({"shape": "cylinder", "radius": 0.25, "length": 1.0, "rpy": [math.pi / 2, 0, 0], "xyz": [2.25, 0, 1]},
+     2.0, [-1, 0, 0]),
     # a cylinder lying along x (pitched 90°): the ray meets its cap
-    ({"shape": "cylinder", "radius": 0.25, "length": 1.0, "rpy": [0, math.pi / 2, 0], "xyz": [2.5, 0, 1]}, 2.0, [-1, 0, 0]),
+    ({"shape": "cylinder", "radius": 0.25, "length": 1.0, "rpy": [0, math.pi / 2, 0], "xyz": [2.5, 0, 1]},
+     2.0, [-1, 0, 0]),
 ])
 def test_each_primitive_is_hit_at_its_surface_with_the_outward_normal(obj, expected_t, expected_normal):
     hits = cast(np.array([0.0, 0.0, 1.0]), np.array([[1.0, 0.0, 0.0]]), shapes(obj), None)

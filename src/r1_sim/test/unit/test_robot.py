@@ -173,7 +173,7 @@ def test_the_gripper_linkage_moves_both_fingers_together(robot: SimRobot) -> Non
     robot.handle("left_arm", spec.esc_id, damiao.ENABLE)
     open_frame = damiao.encode_mit(0.04 / r, 0.0, 5.0, 0.2, 0.0, spec.limits)
     close_frame = damiao.encode_mit(0.0, -0.2 / r, 0.0, 0.5, 0.0, spec.limits)     # close at 0.2 m/s
-    positions, speeds = [], []
+    positions = []
     for frame, steps in ((open_frame, 1500), (close_frame, 600)):
         for _ in range(steps):
             robot.handle("left_arm", spec.esc_id, frame)

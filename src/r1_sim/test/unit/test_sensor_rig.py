@@ -147,7 +147,8 @@ def test_lidar_sees_the_robot_itself_when_its_body_is_in_the_beam(rig, scene):
 
 
 def test_vendor_topics_and_frames_are_the_guides():
-    topics = {s.rgb_topic for s in VENDOR_CAMERAS.values()} | {s.depth_topic for s in VENDOR_CAMERAS.values() if s.depth_topic}
+    topics = ({s.rgb_topic for s in VENDOR_CAMERAS.values()}
+              | {s.depth_topic for s in VENDOR_CAMERAS.values() if s.depth_topic})
     assert topics == {
         *(f"/hdas/camera_chassis_{s}/rgb/compressed" for s in ("front_left", "front_right", "left", "right", "rear")),
         "/hdas/camera_wrist_left/color/image_raw/compressed", "/hdas/camera_wrist_right/color/image_raw/compressed",
@@ -167,7 +168,8 @@ def test_config_switches_and_errors(urdf, scene):
     rig = SensorRig(urdf, scene, cfg)
     assert "head" not in rig.specs and "wrist_left" in rig.specs and rig.lidar is None
     assert cfg.cameras["head"].width == 32
-    for bad in ({"cameras": {"tail": {}}}, {"cameras": {"head": {"width": -1}}}, {"cameras": {"head": {"rate_hz": "x"}}},
+    for bad in ({"cameras": {"tail": {}}}, {"cameras": {"head": {"width": -1}}},
+                {"cameras": {"head": {"rate_hz": "x"}}},
                 {"lidar": {"elevation_deg": 5}}, {"cameras": {"head": {"jpeg_quality": 101}}}):
         with pytest.raises(ConfigError):
             parse_sensor_config(bad)
