@@ -41,7 +41,7 @@ def test_import_order_is_checked_with_our_packages_first_party(tmp_path):
     (tmp_path / "order.py").write_text("import numpy as np\nimport os\n\nprint(os, np)\n")
     assert "I001" in ruff("order.py", cwd=tmp_path).stdout
     (tmp_path / "order.py").write_text("import os\n\nimport numpy as np\nimport rospy\n\n"
-                                       "from hdas.throttle import Throttle\n\nprint(os, np, rospy, Throttle)\n")
+                                       "from r1_common.throttle import Throttle\n\nprint(os, np, rospy, Throttle)\n")
     out = ruff("order.py", cwd=tmp_path)
     assert out.returncode == 0, out.stdout
 

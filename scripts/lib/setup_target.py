@@ -35,6 +35,7 @@ DEBIAN12_APT = [
     "python3-tf2-ros", "python3-tf2-msgs", "ros-robot-state-publisher", "python3-rosbag",
     "python3-venv", "python3-pip", "tmux", "iproute2",
     "python3-pykdl",   # KDL, a peer in the IK benchmark (scripts/benchmark ik)
+    "catkin-lint",     # the packages' lint in scripts/test (Debian's: it reads Debian's catkin_pkg)
 ]
 
 # The same on Ubuntu 20.04 from ROS Noetic's apt repository (the robot has it configured), plus what

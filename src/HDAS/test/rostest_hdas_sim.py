@@ -11,6 +11,7 @@ import unittest
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import rosgraph
 import rosnode
 import rospkg
@@ -23,12 +24,12 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float32
 
-from hdas.loop_stats import STANDARD_KEYS
-from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.ros_testing import Latest, Recorder
+from r1_common.loop_stats import STANDARD_KEYS
+from r1_common.ros_testing import Latest, Recorder
 from r1_sim.srv import InjectFault
 
 ARM_JOINTS = [f"left_arm_joint{k}" for k in range(1, 7)]
+TORSO_JOINTS = [f"torso_joint{k}" for k in range(1, 5)]
 GUIDE_KP = [140, 200, 120, 20, 20, 20]
 GUIDE_KD = [10, 50, 5, 1, 1, 0.4]
 
@@ -59,15 +60,21 @@ class HdasSimTest(unittest.TestCase):
         cls.inject = rospy.ServiceProxy("/sim/inject_fault", InjectFault)
         # arms enabled in MIT at boot: wait until every arm joint answers enabled
         cls.status["arm_left"].wait(120, lambda m: all(e.error_code == 0 for e in m.errors))
+        # gravity as a teleoperation program computes it: pinocchio on the URDF (RNEA at rest)
         share = Path(rospkg.RosPack().get_path("r1_description")) / "urdf/r1_v2_1_0.urdf"
-        groups, _ = load_group_config(Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
-        cls.model = RobotModel(share.read_text(), groups)
+        cls.model = pin.buildModelFromXML(share.read_text())
+        cls.data = cls.model.createData()
 
     # -- helpers ----------------------------------------------------------------------------
     def gravity_left(self, arm_q):
         torso = self.fb["feedback_torso"].wait().position
-        q = self.model.configuration({"torso": torso, "left_arm": arm_q})
-        return self.model.gravity(q, "left_arm")
+        m = self.model
+        q = pin.neutral(m)
+        for names, values in ((TORSO_JOINTS, torso[:4]), (ARM_JOINTS, arm_q)):
+            for name, value in zip(names, values):
+                q[m.joints[m.getJointId(name)].idx_q] = value
+        tau = pin.computeGeneralizedGravity(m, self.data, q)
+        return np.array([tau[m.joints[m.getJointId(name)].idx_v] for name in ARM_JOINTS])
 
     def command_left(self, p, kp, kd, t, v=None):
         msg = motor_control(p_des=list(p), v_des=list(v if v is not None else [0.0] * 6), kp=list(kp),

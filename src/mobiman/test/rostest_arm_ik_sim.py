@@ -28,7 +28,7 @@ from std_msgs.msg import Float64MultiArray
 
 from mobiman.arm_ik import ArmIK
 from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.ros_testing import Diagnostics, Latest, Recorder
+from r1_common.ros_testing import Diagnostics, Latest, Recorder
 
 # The guide's examples (手臂姿态控制), as written there: empty frame_id = torso_link4.
 GUIDE = {"left": ((0.373, 0.637, 0.303), (0.0, 0.0, -0.028, 1.0)),

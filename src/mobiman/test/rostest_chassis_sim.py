@@ -21,8 +21,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from mobiman.ros_testing import Diagnostics, Latest, Recorder
 from mobiman.swerve import SwerveKinematics
+from r1_common.ros_testing import Diagnostics, Latest, Recorder
 from r1_sim.robot import REMOTE_OFF
 
 R1_XY = np.array([[0.21516, 0.28], [0.21516, -0.28], [-0.28084, 0.0]])

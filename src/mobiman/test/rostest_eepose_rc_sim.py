@@ -27,7 +27,7 @@ from hdas_msg.msg import controller_signal, controller_signal_stamped, motor_con
 from sensor_msgs.msg import JointState
 
 from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.ros_testing import Diagnostics, Latest, Recorder
+from r1_common.ros_testing import Diagnostics, Latest, Recorder
 
 POSES = {"torso": ("/motion_control/pose_floating_base", "/hdas/feedback_torso", "base_link"),
          "left": ("/motion_control/pose_ee_arm_left", "/hdas/feedback_arm_left", "torso_link4"),

@@ -19,7 +19,7 @@ import rostest
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.ros_testing import Latest, Recorder
+from r1_common.ros_testing import Latest, Recorder
 
 AMPLITUDE, FREQUENCY, RATE = 0.3, 0.4, 100.0
 CENTER = np.array([-0.6, 0.5, -1.4, 0.0, 0.3, 0.0])

@@ -14,7 +14,7 @@ import rostest
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.ros_testing import Latest, Recorder
+from r1_common.ros_testing import Latest, Recorder
 
 ARM = [f"left_arm_joint{k}" for k in range(1, 7)] + ["left_gripper_finger_joint1"]
 MEASURED = [-1.2, 0.3, -2.0, 0.1, 0.2, -0.1, 0.01]

@@ -15,7 +15,7 @@ import rostest
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.ros_testing import Latest, Recorder
+from r1_common.ros_testing import Latest, Recorder
 
 TOPICS = {"left_arm": ("/motion_target/target_joint_state_arm_left", "/hdas/feedback_arm_left",
                        "/motion_control/control_arm_left", 6),

@@ -21,7 +21,7 @@ from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
 from mobiman.robot_model import RobotModel
-from mobiman.ros_testing import Latest, Recorder
+from r1_common.ros_testing import Latest, Recorder
 
 TORSO = ["torso_joint1", "torso_joint2", "torso_joint3", "torso_joint4"]
 BENT = [1.0, -2.0, -1.0, 0.0]            # torso_link3 at x 0.084, z 0.378 (workspace coordinates), pitch 0

@@ -59,7 +59,7 @@ NOT_FUZZED = {
     "/rosout": "ROS's log collector (rosout, C++), not the robot's",
 }
 MESSAGES_PER_TOPIC = 2000
-RATE_HZ = 1000.0
+RATE_HZ = 2000.0
 CALLS_PER_SERVICE = 100
 # a plausible message for a topic nobody publishes yet: where to copy one from
 TEMPLATE_FROM = {

@@ -81,7 +81,7 @@ class SystemSimTest(unittest.TestCase):
                 break
             time.sleep(1.0)
         self.assertEqual(missing, [], f"no statuses from {missing}; seen {sorted(self.status)}")
-        for family in families:      # each reports its loop with the standard keys (hdas.loop_stats)
+        for family in families:      # each reports its loop with the standard keys (r1_common.loop_stats)
             loops = [name for name, values in self.status.items() if name.startswith(family) and "rate_hz" in values]
             self.assertTrue(loops, f"no status of {family!r} carries the standard loop keys")
 

@@ -1,7 +1,7 @@
 """ROS side of the sensor boards: decoded board frames -> /hdas/imu_*, /hdas/bms, /controller.
 
 Each board listens on one CAN id of its bus (a bus sink, like a motor group) and
-publishes what `hdas.board_frames` decodes, stamped at reception.
+publishes what `r1_can.board_frames` decodes, stamped at reception.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import rospy
 from hdas_msg.msg import bms, controller_signal, controller_signal_stamped
 from sensor_msgs.msg import Imu
 
-from hdas import board_frames
-from hdas.config import BoardSpec
+from r1_can import board_frames
+from r1_can.config import BoardSpec
 
 
 class Board:

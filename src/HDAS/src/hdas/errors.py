@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Iterable
 
-from hdas.damiao import Status
+from r1_can.damiao import Status
 
 
 class Condition(Enum):

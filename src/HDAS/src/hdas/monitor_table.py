@@ -2,7 +2,7 @@
 
 ROS-free: the monitor's ROS part feeds `StatusBoard` with the DiagnosticStatus entries it hears on
 /diagnostics (as plain values) and `render` turns the latest status per name, plus optional topic
-rates, into lines of text. The columns read the standard keys of `hdas.loop_stats`
+rates, into lines of text. The columns read the standard keys of `r1_common.loop_stats`
 (rate_hz, compute_ms_median/p99, latency_ms_median/p99) and the standard counters (dropped,
 clamped, errors); a module that does not report a key shows `-`, one that reports `n/a` (nothing
 measured in the window) shows `n/a`.
@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from hdas.loop_stats import COMPUTE_MEDIAN, COMPUTE_P99, LATENCY_MEDIAN, LATENCY_P99, RATE
+from r1_common.loop_stats import COMPUTE_MEDIAN, COMPUTE_P99, LATENCY_MEDIAN, LATENCY_P99, RATE
 
 STALE_AFTER = 3.0                  # [s] of wall time without a status: STALE
 LEVEL_NAMES = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}

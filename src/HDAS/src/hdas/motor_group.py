@@ -28,11 +28,11 @@ from typing import Callable, Sequence, Tuple
 
 import numpy as np
 
-from hdas import damiao
-from hdas.config import GroupSpec
-from hdas.damiao import ControlMode, Status
 from hdas.errors import STATUS_CONDITION, TABLES, Condition
 from hdas.slew import SlewLimiter
+from r1_can import damiao
+from r1_can.config import GroupSpec
+from r1_can.damiao import ControlMode, Status
 
 Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Python 3.8)
 

@@ -2,7 +2,7 @@
 
 A thin wrapper: the motor groups (`hdas.motor_group`) hold the control and
 safety logic, the boards (`hdas.boards`) turn board frames into messages, the
-buses (`hdas.bus`) move frames. This file reads params, wires topics and
+buses (`r1_can.bus`) move frames. This file reads params, wires topics and
 services to them and publishes at the rates of the stock driver.
 """
 from __future__ import annotations
@@ -21,14 +21,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float32
 
 from hdas.boards import Board, make_board
-from hdas.bus import BusLoop, DriverBus, open_bus
 from hdas.commanders import Commanders
-from hdas.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
-from hdas.diagnostics import DiagnosticsPublisher, status
 from hdas.motor_group import SERVICE_FUNCTIONS, ChassisGroup, CommandError, Function, MotorGroup
-from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
-from hdas.throttle import Throttle
 from hdas.urdf_limits import limit_arrays, read_limits
+from r1_can.bus import BusLoop, DriverBus, open_bus
+from r1_can.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
+from r1_common.throttle import Throttle
 
 # Stock topic params (r1_sdk_facts.md §2.2): param name -> default topic.
 TOPICS = {
@@ -133,7 +133,7 @@ class HdasNode:
         return QuietPublisher(self.topics[param], cls, queue_size=queue)
 
     def _stream_pub(self, param: str, cls: type, bus: str) -> rospy.Publisher:
-        """A feedback stream at the bus rate, written in the bus loop's publish (hdas.ros_io.DirectPublisher);
+        """A feedback stream at the bus rate, written in the bus loop's publish (r1_common.ros_io.DirectPublisher);
         its skipped messages and disconnected subscribers are reported with the bus."""
         pub = DirectPublisher(self.topics[param], cls, tcp_nodelay=True)
         self.bus_streams.setdefault(bus, []).append(pub)
@@ -297,7 +297,7 @@ class HdasNode:
         # per group, joint -> (code, descriptions) of every joint whose code is not 0 (for /diagnostics)
         self.joint_errors: dict[str, dict[str, tuple[int, list[str]]]] = {g: {} for g in self.groups}
         self._status_lock = threading.Lock()
-        # wall time: a rospy.Timer on the simulated clock wakes on every /clock message (hdas.ros_io)
+        # wall time: a rospy.Timer on the simulated clock wakes on every /clock message (r1_common.ros_io)
         WallTimer(STATUS_CHECK_PERIOD, self._check_status, "status")
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name="HDAS")   # 1 Hz of wall time
 
@@ -371,7 +371,7 @@ class HdasNode:
         return out
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """Per bus: the standard loop keys of its cycle (hdas.loop_stats, on the driver's monotonic
+        """Per bus: the standard loop keys of its cycle (r1_common.loop_stats, on the driver's monotonic
         clock; latency = age of the command sent, from the motor_control message's arrival to its
         frames going out), frames/s each way, load, and the counters (the benchmark and r1_monitor
         read it). Published early (a fault): the bus statuses of the last full period again, so no

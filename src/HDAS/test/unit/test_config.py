@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hdas.config import ConfigError, parse_config
+from r1_can.config import ConfigError, parse_config
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 

@@ -1,5 +1,4 @@
 """hdas.monitor_table: the r1_monitor table (levels, stale, n/a, ordering, widths, truncation)."""
-from hdas.loop_stats import LoopStats
 from hdas.monitor_table import (
     MISSING,
     MODULE_WIDTH,
@@ -14,6 +13,7 @@ from hdas.monitor_table import (
     table,
     truncate,
 )
+from r1_common.loop_stats import LoopStats
 
 
 def board(*entries):

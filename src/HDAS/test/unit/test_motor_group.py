@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import yaml
 
-from hdas import damiao
-from hdas.config import parse_config
-from hdas.damiao import ControlMode
 from hdas.errors import ARM_TABLE, TORSO_TABLE, Condition
 from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
 from hdas.urdf_limits import limit_arrays, read_limits
+from r1_can import damiao
+from r1_can.config import parse_config
+from r1_can.damiao import ControlMode
 from r1_sim.motor import SimMotor
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -649,7 +649,7 @@ def test_command_goes_stale_only_when_old_in_the_robots_clock_too() -> None:
 
 
 def test_sent_stamp_is_the_live_commands_arrival_and_none_for_a_hold() -> None:
-    """The bus's latency key: age of the command a cycle sends (hdas.bus, docs/diagnostics.md)."""
+    """The bus's latency key: age of the command a cycle sends (r1_can.bus, docs/diagnostics.md)."""
     rig = started_arm()
     assert rig.group.sent_stamp is None                     # holding where it started
     arrival = rig.now

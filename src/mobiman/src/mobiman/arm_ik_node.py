@@ -24,11 +24,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from tf2_msgs.msg import TFMessage
 
-from hdas.diagnostics import DiagnosticsPublisher, status
-from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher, WallTimer, stop_within
-from hdas.throttle import Throttle
-from hdas.validation import InputError, data_time, transform
 from mobiman.arm_ik_stream import (
     READY_PENDING,
     TF_MAX_AGE,
@@ -41,12 +36,17 @@ from mobiman.arm_ik_stream import (
     pose_to_se3,
     target_frame,
 )
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.loop_stats import LoopStats
+from r1_common.ros_io import QuietPublisher, WallTimer, stop_within
+from r1_common.throttle import Throttle
+from r1_common.validation import InputError, data_time, transform
 
 SIDES = ("left", "right")
 
 
 class CheckedTransformListener:
-    """tf2_ros.TransformListener's job, with every transform checked first (hdas.validation.transform):
+    """tf2_ros.TransformListener's job, with every transform checked first (r1_common.validation.transform):
     anyone can publish on /tf, and tf2 stores what it is given, NaNs and stamps that later abort a
     lookup included. Refused transforms are counted and logged (throttled)."""
 
@@ -134,7 +134,7 @@ class ArmIkNode:
                          queue_size=1, tcp_nodelay=True)
         rospy.Subscriber(p.get("other_feedback_topic", f"/hdas/feedback_arm_{other}"), JointState,
                          self._on_other_feedback, queue_size=1)
-        WallTimer(0.05, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
+        WallTimer(0.05, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
         if self.core.ready_clipped:
             rospy.logwarn(f"{self.name}: ready_joints clipped to the joint limits: {self.core.ready_joints.tolist()}")
@@ -272,7 +272,7 @@ class ArmIkNode:
                           f"({events} pauses so far)")
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """The standard loop keys (hdas.loop_stats), the counters, then the stream's own summary."""
+        """The standard loop keys (r1_common.loop_stats), the counters, then the stream's own summary."""
         now = rospy.get_time()
         with self.lock:
             level, message, summary = self.core.summary(now, time.monotonic())

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
-from hdas.validation import (
+from r1_common.validation import (
     FEEDBACK_MARGIN,
     InputError,
     data_time,
@@ -34,7 +34,7 @@ from hdas.validation import (
     show,
     unit_quaternion,
 )
-from hdas.validation import frame_id as valid_frame_id
+from r1_common.validation import frame_id as valid_frame_id
 
 N_JOINTS = 6
 DEFAULT_SPEED_LIMITS = (1.0, 1.0, 1.0, 1.5, 1.5, 1.5)    # [rad/s] the guide's example speeds

@@ -12,9 +12,9 @@ from typing import Sequence
 
 import numpy as np
 
-from hdas.validation import FEEDBACK_MARGIN, InputError, finite_vector, plausible_positions
 from mobiman.robot_model import RobotModel
 from mobiman.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
+from r1_common.validation import FEEDBACK_MARGIN, InputError, finite_vector, plausible_positions
 
 
 def module_positions(urdf: str, steer_joints: Sequence[str], base_frame: str) -> np.ndarray:

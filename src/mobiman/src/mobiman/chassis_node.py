@@ -30,13 +30,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
-from hdas.diagnostics import DiagnosticsPublisher, status
-from hdas.loop_stats import LoopStats
-from hdas.ros_io import DirectPublisher, WallTimer, stop_within
-from hdas.throttle import Throttle
-from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits, module_positions
 from mobiman.swerve import Odometry2D, SwerveKinematics
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.loop_stats import LoopStats
+from r1_common.ros_io import DirectPublisher, WallTimer, stop_within
+from r1_common.throttle import Throttle
+from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
 
 NAME = "chassis_control_node"
 HOST_MODE = 5
@@ -111,7 +111,7 @@ class ChassisControlNode:
                          queue_size=5)
         rospy.Subscriber(p.get("controller_topic", "/controller"), controller_signal_stamped, self._on_controller,
                          queue_size=5)
-        WallTimer(0.05, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
+        WallTimer(0.05, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NAME)
         rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s; "
                       "one tick per chassis feedback message; waiting for chassis feedback")
@@ -254,7 +254,7 @@ class ChassisControlNode:
         return out.header.stamp.to_sec()
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """The standard loop keys (hdas.loop_stats), the counters, then the controller's state."""
+        """The standard loop keys (r1_common.loop_stats), the counters, then the controller's state."""
         now = rospy.get_time()
         with self.lock:
             c = self.controller

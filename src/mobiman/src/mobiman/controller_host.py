@@ -15,7 +15,7 @@ import importlib
 
 import rospy
 
-from hdas.ros_io import stop_within
+from r1_common.ros_io import stop_within
 
 # kind -> (module, class)
 KINDS: dict[str, tuple[str, str]] = {

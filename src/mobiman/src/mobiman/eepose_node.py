@@ -29,16 +29,16 @@ from geometry_msgs.msg import PoseStamped, TransformStamped
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
-from hdas.diagnostics import DiagnosticsPublisher, status
-from hdas.loop_stats import LoopStats
-from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
-from hdas.sequence import SequenceGaps
-from hdas.throttle import Throttle
-from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
 from mobiman.joint_state_merge import JointStateMerger
 from mobiman.robot_model import RobotModel, load_group_config
 from mobiman.tf_tree import TfTree, Transform
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.loop_stats import LoopStats
+from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
+from r1_common.sequence import SequenceGaps
+from r1_common.throttle import Throttle
+from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 
 NODE = "fk_calculator"
 
@@ -190,7 +190,7 @@ class EePoseNode:
         if not 0.0 < rate <= 1000.0:
             rospy.logwarn(f"{NODE}: joint_states_rate_hz {rate} out of (0, 1000]; using 50")
             rate = 50.0
-        WallTimer(1.0 / rate, self._publish_joint_states, "joint_states")   # wall time: hdas.ros_io.WallTimer
+        WallTimer(1.0 / rate, self._publish_joint_states, "joint_states")   # wall time: r1_common.ros_io.WallTimer
 
     def _on_chassis(self, msg: JointState) -> None:
         n = len(self.merger.wheel_joints)
@@ -233,7 +233,7 @@ class EePoseNode:
 
     # -- supervision -------------------------------------------------------------------------
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """Per pose stream and for /joint_states: the standard loop keys (hdas.loop_stats), the
+        """Per pose stream and for /joint_states: the standard loop keys (r1_common.loop_stats), the
         counters, then the stream's own values."""
         now, wall = rospy.get_time(), time.monotonic()
         out = []

@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pinocchio as pin
 
-from hdas.benchtools import stall_fraction
+from r1_common.benchtools import stall_fraction
 
 BASE_FRAME = "torso_link4"
 POS_TOL = 1e-3          # [m]   success thresholds

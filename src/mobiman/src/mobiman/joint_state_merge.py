@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-FEEDBACK_MARGIN = 0.5      # beyond a joint's range by more: not merged (hdas.validation.FEEDBACK_MARGIN)
+FEEDBACK_MARGIN = 0.5      # beyond a joint's range by more: not merged (r1_common.validation.FEEDBACK_MARGIN)
 MAX_WHEEL_SPEED = 10.0     # [m/s] a wheel speed beyond this is no measurement: not integrated
 
 

@@ -14,8 +14,8 @@ from typing import Collection, List, Mapping, Sequence, Tuple
 import numpy as np
 import ruckig
 
-from hdas.validation import FEEDBACK_MARGIN, plausible_positions, show
 from mobiman.robot_model import RobotModel
+from r1_common.validation import FEEDBACK_MARGIN, plausible_positions, show
 
 _SLACK = 1.0 + 1e-9   # rounding allowance when comparing a state with limits
 Command = Tuple[List[float], List[float], List[float], List[float], List[float]]   # (3.8: typing's)
@@ -330,7 +330,7 @@ class Posture:
 
     def set(self, group: str, values: Sequence[float]) -> None:
         """A group's measured joints (n, or n + 1 with a gripper entry); ValueError if not finite or
-        beyond the joints' ranges by more than FEEDBACK_MARGIN (hdas.validation.InputError)."""
+        beyond the joints' ranges by more than FEEDBACK_MARGIN (r1_common.validation.InputError)."""
         q = _vector(values, len(self.model.group(group).joints), f"{group} feedback")
         if group not in self._ranges:
             lim = self.model.limits(group)

@@ -18,13 +18,13 @@ from geometry_msgs.msg import Twist
 from hdas_msg.msg import controller_signal_stamped
 from sensor_msgs.msg import JointState
 
-from hdas.diagnostics import DiagnosticsPublisher, status
-from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher, WallTimer, stop_within
-from hdas.throttle import Throttle
-from hdas.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 from mobiman.rc_manager import RcConfig, RcManager, Sticks
 from mobiman.robot_model import load_group_config
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.loop_stats import LoopStats
+from r1_common.ros_io import QuietPublisher, WallTimer, stop_within
+from r1_common.throttle import Throttle
+from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 
 NODE = "r1_control_manager"
 
@@ -69,7 +69,7 @@ class RcManagerNode:
         if not 0.0 < rate <= 200.0:
             rospy.logwarn(f"{NODE}: rate_hz {rate} out of (0, 200]; using 20")
             rate = 20.0
-        WallTimer(1.0 / rate, self._tick, "tick")   # wall time, as the remote's own clock: hdas.ros_io.WallTimer
+        WallTimer(1.0 / rate, self._tick, "tick")   # wall time, as the remote's own clock: r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NODE)
         rospy.loginfo(f"{NODE}: {topic} -> {self.chassis_pub.resolved_name} at {rate:g} Hz (mode {cfg.drive_mode}: "
                       f"remote drives, mode {cfg.host_mode}: silent); gestures "
@@ -124,7 +124,7 @@ class RcManagerNode:
                 f"{t.group} {list(t.positions)}" for t in out.targets))
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """The standard loop keys (hdas.loop_stats), the counters, then the manager's state."""
+        """The standard loop keys (r1_common.loop_stats), the counters, then the manager's state."""
         with self.lock:
             state, sig, fired, age = self.core.state, self.core.signal, self.core.fired_count, self._age()
         level = DiagnosticStatus.OK if state in ("remote drives", "host in control") or state.startswith("gesture") \

@@ -26,11 +26,14 @@ from geometry_msgs.msg import PoseStamped, Twist
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from hdas.diagnostics import DiagnosticsPublisher, status
-from hdas.loop_stats import LoopStats
-from hdas.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
-from hdas.throttle import Throttle
-from hdas.validation import (
+from mobiman.joint_tracker import Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward, read_target
+from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.loop_stats import LoopStats
+from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
+from r1_common.throttle import Throttle
+from r1_common.validation import (
     FEEDBACK_MARGIN,
     STREAM_MAX_AGE,
     STREAM_MAX_AHEAD,
@@ -38,9 +41,6 @@ from hdas.validation import (
     data_time,
     plausible_positions,
 )
-from mobiman.joint_tracker import Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward, read_target
-from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
 
 ARMS = {"left_arm": "/hdas/feedback_arm_left", "right_arm": "/hdas/feedback_arm_right"}
 
@@ -107,7 +107,7 @@ class TorsoSpeedNode:
         for group, topic in ARMS.items():   # the arms' posture shapes the torso's gravity load
             rospy.Subscriber(p.get(f"{group}_feedback_topic", topic), JointState, self._on_arm_feedback, group,
                              queue_size=1)
-        WallTimer(0.02, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
+        WallTimer(0.02, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
         rospy.loginfo(f"{self.name}: speed limit {cfg.max_speed} m/s, acceleration {cfg.max_acceleration} m/s², "
                       f"workspace x {list(cfg.workspace_x)} z {list(cfg.workspace_z)}, command timeout "
@@ -233,7 +233,7 @@ class TorsoSpeedNode:
                           f"it is back (HDAS holds the last command); {self.stale_count} times so far")
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """The standard loop keys (hdas.loop_stats), the counters (dropped and clamped are the
+        """The standard loop keys (r1_common.loop_stats), the counters (dropped and clamped are the
         controller's), then its state."""
         now = rospy.get_time()
         with self.lock:

@@ -29,19 +29,6 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from hdas.diagnostics import DiagnosticsPublisher, status
-from hdas.loop_stats import LoopStats
-from hdas.realtime import policy_name, request_fifo
-from hdas.ros_io import DirectPublisher, WallTimer, stop_within
-from hdas.throttle import Throttle
-from hdas.validation import (
-    FEEDBACK_MARGIN,
-    STREAM_MAX_AGE,
-    STREAM_MAX_AHEAD,
-    InputError,
-    data_time,
-    plausible_positions,
-)
 from mobiman.joint_tracker import (
     JointTrajectoryTracker,
     MitGains,
@@ -55,6 +42,19 @@ from mobiman.joint_tracker import (
     read_target,
 )
 from mobiman.robot_model import RobotModel, load_group_config
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.loop_stats import LoopStats
+from r1_common.realtime import policy_name, request_fifo
+from r1_common.ros_io import DirectPublisher, WallTimer, stop_within
+from r1_common.throttle import Throttle
+from r1_common.validation import (
+    FEEDBACK_MARGIN,
+    STREAM_MAX_AGE,
+    STREAM_MAX_AHEAD,
+    InputError,
+    data_time,
+    plausible_positions,
+)
 
 GROUPS = ("torso", "left_arm", "right_arm")
 
@@ -150,7 +150,7 @@ class JointTrackerNode:
                 topic = {"torso": "/hdas/feedback_torso"}.get(name)
                 if topic:
                     rospy.Subscriber(topic, JointState, self._on_other_feedback, name, queue_size=1)
-        WallTimer(0.02, self._watch, "watchdog")   # wall time: see hdas.ros_io.WallTimer
+        WallTimer(0.02, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name="r1_jointTracker_demo_node")
         rospy.loginfo("r1_jointTracker_demo_node: %s, %s output%s; waiting for feedback", ", ".join(self.groups),
                       self.mode, ", fast (fixed limits)" if fast else "")
@@ -417,7 +417,7 @@ class JointTrackerNode:
                               f"last command); {g.stale_count} times so far")
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """Per group: the standard loop keys (hdas.loop_stats; a tick is one feedback message, its
+        """Per group: the standard loop keys (r1_common.loop_stats; a tick is one feedback message, its
         latency the feedback's stamp to the motor_control publish, in ROS time), the counters."""
         now = rospy.get_time()
         out = []

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from hdas.validation import InputError
 from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits, module_positions
 from mobiman.swerve import Odometry2D, SwerveKinematics, limit_twist, wrap_pi
+from r1_common.validation import InputError
 
 R1_XY = np.array([[0.21516, 0.28], [0.21516, -0.28], [-0.28084, 0.0]])
 HALF_PI = math.pi / 2

@@ -1,6 +1,6 @@
 """A simulated Damiao motor: the behaviour of one joint motor as seen from its CAN id.
 
-It answers the frames of `hdas.damiao` as the firmware does (one reply per frame
+It answers the frames of `r1_can.damiao` as the firmware does (one reply per frame
 it accepts, on its MST_ID) and produces the torque the physics applies:
 
 * disabled -> no torque; enabled -> the law of its control mode:
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 
-from hdas import damiao
-from hdas.damiao import ControlMode, MotorLimits, Register, RegisterCommand, Status
+from r1_can import damiao
+from r1_can.damiao import ControlMode, MotorLimits, Register, RegisterCommand, Status
 
 AMBIENT_C = 30.0
 MOS_LIMIT_C = 110.0

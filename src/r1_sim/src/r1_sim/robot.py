@@ -14,8 +14,8 @@ from typing import Any, Iterable, Mapping, Tuple
 
 import numpy as np
 
-from hdas import board_frames, damiao
-from hdas.config import GroupSpec, MotorSpec, RobotConfig
+from r1_can import board_frames, damiao
+from r1_can.config import GroupSpec, MotorSpec, RobotConfig
 from r1_sim.motor import SimMotor
 from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim, UpperBodySim
 

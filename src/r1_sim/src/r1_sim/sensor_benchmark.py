@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hdas.benchtools import StallProbe
+from r1_common.benchtools import StallProbe
 from r1_sim.encoding import cloud_data, depth_16uc1, depth_32fc1, jpeg
 from r1_sim.scene import Scene
 from r1_sim.sensor_rig import SensorConfig, SensorRig

@@ -10,7 +10,7 @@ framed in the sensor's URDF frame. Sensors nobody subscribes to are not rendered
 Nothing is rendered before ground truth arrives; ground truth older than `stale_after_s` (ROS
 time) stops publishing with a throttled warning; bad messages are dropped with a throttled log;
 a failing render is logged and skipped. /diagnostics (1 Hz): one status per sensor with
-`hdas.loop_stats` keys (rate, render+encode wall time, latency from the ground-truth stamp), and
+`r1_common.loop_stats` keys (rate, render+encode wall time, latency from the ground-truth stamp), and
 one for the ground truth.
 """
 from __future__ import annotations
@@ -29,10 +29,10 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage, Image, JointState, PointCloud2, PointField
 from std_msgs.msg import Header
 
-from hdas.loop_stats import LoopStats
-from hdas.ros_io import QuietPublisher, stop_within
-from hdas.throttle import Throttle
-from hdas.validation import SHOWN, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show, unit_quaternion
+from r1_common.loop_stats import LoopStats
+from r1_common.ros_io import QuietPublisher, stop_within
+from r1_common.throttle import Throttle
+from r1_common.validation import SHOWN, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show, unit_quaternion
 from r1_sim.encoding import (
     CLOUD_FIELDS,
     CLOUD_POINT_STEP,

@@ -5,8 +5,8 @@ import struct
 
 import pytest
 
-from hdas import damiao
-from hdas.damiao import ControlMode, Register, RegisterCommand, Status
+from r1_can import damiao
+from r1_can.damiao import ControlMode, Register, RegisterCommand, Status
 from r1_sim.motor import SimMotor
 
 LIM = damiao.MOTOR_PRESETS["DM4310"]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import yaml
 
-from hdas import board_frames, damiao
-from hdas.config import parse_config
-from hdas.damiao import Status
+from r1_can import board_frames, damiao
+from r1_can.config import parse_config
+from r1_can.damiao import Status
 from r1_sim.robot import SimRobot
 
 SRC = Path(__file__).resolve().parents[3]

@@ -14,8 +14,8 @@ import time
 import can
 import pytest
 
-from hdas.bus import DriverBus, _LoopNotifier
-from hdas.config import BusSpec
+from r1_can.bus import DriverBus, _LoopNotifier
+from r1_can.config import BusSpec
 from r1_sim.bus_server import SimBusServer, encode
 from r1_sim.simbus import CAN_FRAME, MAX_BATCH, R1SimBus, socket_address, split_packet
 

@@ -1,5 +1,5 @@
-"""hdas.sequence.SequenceGaps: lost messages from header.seq gaps."""
-from hdas.sequence import SequenceGaps
+"""r1_common.sequence.SequenceGaps: lost messages from header.seq gaps."""
+from r1_common.sequence import SequenceGaps
 
 
 def test_consecutive_numbers_miss_nothing():

@@ -8,7 +8,7 @@ raises does not stop the bus: the error is counted and reported (throttled) thro
 a bus whose receive fails (the link is down) is reported and read again a second later. The
 cycle sends, at the bus's rate, whatever its devices want sent, then calls the bus's
 after-send hooks (the node publishes feedback there). Each cycle is one tick of the bus's
-`LoopStats` (`hdas.loop_stats`, on the driver's monotonic clock): its rate, its compute time
+`LoopStats` (`r1_common.loop_stats`, on the driver's monotonic clock): its rate, its compute time
 (building, sending, the after-send hooks) and its latency, the age of the command it sent:
 from the arrival of the motor_control message (the devices' `command_stamp`) to the moment
 its frames went out.
@@ -27,8 +27,8 @@ from typing import Callable, Iterable, List, Tuple
 
 import can
 
-from hdas.config import BusSpec
-from hdas.loop_stats import LoopStats
+from r1_can.config import BusSpec
+from r1_common.loop_stats import LoopStats
 
 Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Python 3.8)
 FrameSource = Callable[[float], List[Frame]]          # now -> frames to send

@@ -1,12 +1,12 @@
-"""hdas.bus: the cycle's loop statistics (rate, compute time, command age) and error counts."""
+"""r1_can.bus: the cycle's loop statistics (rate, compute time, command age) and error counts."""
 import math
 import time
 
 import can
 import pytest
 
-from hdas.bus import DriverBus
-from hdas.config import BusSpec
+from r1_can.bus import DriverBus
+from r1_can.config import BusSpec
 
 
 def spec(rate_hz: float = 200.0) -> BusSpec:
@@ -107,7 +107,7 @@ def test_a_burst_of_frames_is_read_in_one_wake_up_and_the_read_is_bounded():
     cycles that share the loop."""
     import asyncio
 
-    from hdas.bus import _LoopNotifier
+    from r1_can.bus import _LoopNotifier
     got = []
     sb = SocketBus()
     loop = asyncio.new_event_loop()               # never run: the wake-ups are called by hand

@@ -1,7 +1,7 @@
 """What every node's /diagnostics has in common: a 1 Hz publisher on the wall clock, and statuses.
 
 Each node hands `DiagnosticsPublisher` a function that builds its statuses (with the standard keys
-of `hdas.loop_stats`); the publisher calls it once a second of *wall* time, in its own thread. Not
+of `r1_common.loop_stats`); the publisher calls it once a second of *wall* time, in its own thread. Not
 a rospy.Timer: that runs on ROS time, and on a simulated clock running at a fifth of real time a
 1 Hz timer would publish every 5 s, so a monitor (`rosrun HDAS r1_monitor`, which calls a module
 STALE after 3 s of silence) would see every module go stale. The values inside keep the clock
@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from hdas.ros_io import QuietPublisher
+from r1_common.ros_io import QuietPublisher
 
 FIRST_REPORT_S = 0.2     # [s] after start, the first report
 

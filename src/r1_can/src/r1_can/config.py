@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from hdas.damiao import MOTOR_PRESETS, MotorLimits
+from r1_can.damiao import MOTOR_PRESETS, MotorLimits
 
 GROUP_KINDS = ("arm", "torso", "chassis")
 BOARD_KINDS = ("imu", "bms", "remote")

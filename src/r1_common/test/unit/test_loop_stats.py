@@ -1,9 +1,9 @@
-"""hdas.loop_stats: the standard loop keys every node reports on /diagnostics."""
+"""r1_common.loop_stats: the standard loop keys every node reports on /diagnostics."""
 import math
 
 import pytest
 
-from hdas.loop_stats import STANDARD_KEYS, LoopStats
+from r1_common.loop_stats import STANDARD_KEYS, LoopStats
 
 
 def test_rate_over_the_window():

@@ -7,8 +7,8 @@ import struct
 import numpy as np
 import pytest
 
-from hdas import damiao
-from hdas.damiao import (
+from r1_can import damiao
+from r1_can.damiao import (
     MOTOR_PRESETS,
     ControlMode,
     MotorLimits,

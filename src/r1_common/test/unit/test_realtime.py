@@ -1,4 +1,4 @@
-"""hdas.realtime: SCHED_FIFO for every thread of the process, or a reason why not."""
+"""r1_common.realtime: SCHED_FIFO for every thread of the process, or a reason why not."""
 import json
 import os
 import subprocess
@@ -6,11 +6,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from hdas.realtime import policy_name, request_fifo
+from r1_common.realtime import policy_name, request_fifo
 
 CHILD = textwrap.dedent("""
     import json, os, threading, time
-    from hdas.realtime import normal_priority, policy_name, request_fifo
+    from r1_common.realtime import normal_priority, policy_name, request_fifo
     tids = {}
     def idle(key):
         tids[key] = threading.get_native_id()

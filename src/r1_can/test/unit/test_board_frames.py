@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from hdas import board_frames as bf
+from r1_can import board_frames as bf
 
 
 def test_imu_sample_round_trip() -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DirectPublisher (hdas.ros_io) with real rospy subscribers in other processes.
+"""DirectPublisher (r1_common.ros_io) with real rospy subscribers in other processes.
 
 The point of the class is that publish() never waits long on a subscriber that does not read:
 one subscriber process is stopped (SIGSTOP) while messages are published until its socket
@@ -22,7 +22,7 @@ import rospy
 import rostest
 from std_msgs.msg import String
 
-from hdas.ros_io import DirectPublisher
+from r1_common.ros_io import DirectPublisher
 
 SUBSCRIBER = """
 import rospy

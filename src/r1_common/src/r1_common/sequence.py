@@ -3,7 +3,7 @@
 rospy numbers every message of a publisher (header.seq, one count per publish, the same for
 every subscriber). A subscriber that falls behind loses messages silently: rospy keeps only the
 newest `queue_size` of what piled up in the socket, and a publisher may skip a subscriber that
-stopped reading (hdas.ros_io.DirectPublisher). The gaps in the numbers a subscriber sees say how
+stopped reading (r1_common.ros_io.DirectPublisher). The gaps in the numbers a subscriber sees say how
 many it lost. A publisher that does not number its messages (roscpp leaves seq as the message
 has it, usually 0), a restarted one (the numbers start again) and a first message count nothing.
 """

@@ -1,8 +1,9 @@
-"""hdas.ros_io.WallTimer: periodic on wall time, survives a failing callback, stops on shutdown."""
+"""r1_common.ros_io.WallTimer: periodic on wall time, survives a failing callback, stops on shutdown."""
 import threading
 import time
+from typing import Tuple
 
-from hdas.ros_io import WallTimer
+from r1_common.ros_io import WallTimer
 
 
 def test_wall_timer_calls_on_keeps_going_after_an_error_and_stops():
@@ -34,9 +35,9 @@ def test_wall_timer_refuses_a_zero_period():
         WallTimer(0.0, lambda e: None)
 
 
-def test_stop_within_ends_a_node_that_hangs_at_shutdown(tmp_path):
-    """A node whose shutdown hangs (here a thread that never returns, as a blocked library call) is gone
-    within stop_within's seconds of its SIGINT: roslaunch never has to escalate to SIGTERM."""
+def run_hanging_node(tmp_path, hang: str) -> Tuple[float, int, str]:
+    """A node with stop_within(1.0) and `hang` (Python lines) before it spins, on a master of its own:
+    SIGINT once it is ready; (seconds until it is gone, exit status, stderr)."""
     import os
     import signal
     import socket
@@ -52,10 +53,10 @@ def test_stop_within_ends_a_node_that_hangs_at_shutdown(tmp_path):
     node = tmp_path / "hanging_node.py"
     node.write_text(
         "import threading, time, rospy\n"
-        "from hdas.ros_io import stop_within\n"
+        "from r1_common.ros_io import stop_within\n"
         "rospy.init_node('hanging_node')\n"
         "stop_within(1.0)\n"
-        "threading.Thread(target=lambda: time.sleep(3600)).start()   # not a daemon: Python waits for it\n"
+        f"{hang}\n"
         "print('ready', flush=True)\n"
         "rospy.spin()\n")
     try:
@@ -65,10 +66,29 @@ def test_stop_within_ends_a_node_that_hangs_at_shutdown(tmp_path):
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
-        took = time.monotonic() - t0
-        assert took < 3.0, f"{took:.1f} s"
-        assert proc.returncode == 0
-        assert "still running 1 s after shutdown: exiting now" in proc.stderr.read()
+        return time.monotonic() - t0, proc.returncode, proc.stderr.read()
     finally:
         core.terminate()
         core.wait(10)
+
+
+def test_stop_within_ends_a_node_that_hangs_at_shutdown(tmp_path):
+    """A node whose shutdown hangs (here a thread that never returns, as a blocked library call) is gone
+    within stop_within's seconds of its SIGINT: roslaunch never has to escalate to SIGTERM."""
+    took, status, err = run_hanging_node(
+        tmp_path, "threading.Thread(target=lambda: time.sleep(3600)).start()   # not a daemon: Python waits for it")
+    assert took < 3.0, f"{took:.1f} s"
+    assert status == 0
+    assert "still running 1 s after shutdown: exiting now" in err
+
+
+def test_stop_within_ends_a_node_whose_interpreter_hangs_while_finalizing(tmp_path):
+    """A hang after the interpreter began finalizing (here an object's __del__ at module teardown, as a
+    library's destructor that waits), where daemon threads no longer run: the kernel ends the process
+    (SIGALRM) a second after stop_within's time."""
+    import signal
+
+    took, status, _ = run_hanging_node(
+        tmp_path, "class Hang:\n    def __del__(self):\n        time.sleep(3600)\nhang = Hang()")
+    assert took < 4.0, f"{took:.1f} s"
+    assert status == -signal.SIGALRM

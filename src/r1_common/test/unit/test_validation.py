@@ -1,4 +1,4 @@
-"""The input checks every node runs first (hdas.validation)."""
+"""The input checks every node runs first (r1_common.validation)."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from hdas.validation import (
+from r1_common.validation import (
     InputError,
     clamp_vector,
     data_time,
@@ -101,7 +101,7 @@ def test_unit_quaternion_normalises_near_unit_and_refuses_the_rest():
 
 
 def test_transforms_checked_before_tf2_stores_them():
-    from hdas.validation import transform
+    from r1_common.validation import transform
     ok = dict(translation=[0.1, 0.0, 1.0], rotation_xyzw=[0.0, 0.0, 0.0, 1.0], stamp=100.0, frame="/odom",
               child="base_footprint", now=100.2)
     assert transform(**ok) == ("odom", "base_footprint")

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import array
 import fcntl
+import os
+import signal
 import socket
+import sys
 import termios
 import threading
 import time
@@ -174,14 +177,18 @@ def stop_within(seconds: float = STOP_WITHIN) -> None:
     shutdown hook waiting on one, kept a node alive for 15 s now and then, and roslaunch escalated to
     SIGTERM then SIGKILL (once in about a dozen whole-stack stops on a loaded machine). Registered
     first, this hook starts a daemon timer that ends the process (exit status 0, with a line on
-    stderr) if it is still there after `seconds`."""
+    stderr) if it is still there after `seconds`. A daemon thread no longer runs once the interpreter
+    is finalizing (a tracker whose finalization hung for 11 s was not ended by it), so the hook also
+    sets the process's real-time interval timer one second later with SIGALRM's default action: the
+    kernel ends the process then, whatever the interpreter does (exit status -14)."""
     def arm(*_args: Any) -> None:
         def stop() -> None:
             time.sleep(seconds)
-            import os
-            import sys
             sys.stderr.write(f"{rospy.get_name()}: still running {seconds:g} s after shutdown: exiting now\n")
             sys.stderr.flush()
             os._exit(0)
         threading.Thread(target=stop, name="stop_within", daemon=True).start()
+        if threading.current_thread() is threading.main_thread():     # (handlers are set from there only)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, seconds + 1.0)
     rospy.on_shutdown(arm)

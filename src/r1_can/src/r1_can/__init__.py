@@ -1,0 +1,1 @@
+"""The R1's CAN protocol (see package.xml)."""
