@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.system      # (scripts/test --unit leaves it out)
+
 WS = Path(__file__).resolve().parents[1]
 BLOCK = ("rospy", "roslib", "rosgraph", "rosparam", "rostest", "genpy", "tf2_ros", "tf2_py", "rosbag",
          "catkin", "hdas_msg", "sensor_msgs", "geometry_msgs", "std_msgs", "nav_msgs", "tf2_msgs",

@@ -5,6 +5,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.system      # (scripts/test --unit leaves it out)
+
 WS = Path(__file__).resolve().parents[1]
 # the development set's interpreter, where mypy 1.10 is (the robot's set, under test too, has no mypy)
 DEV_PYTHON = str(Path(os.environ.get("R1_VENV", "/opt/r1_venv")) / "bin" / "python3")

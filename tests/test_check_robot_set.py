@@ -4,6 +4,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.system      # (scripts/test --unit leaves it out)
+
 WS = Path(__file__).resolve().parents[1]
 
 

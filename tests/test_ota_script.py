@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.system      # (scripts/test --unit leaves it out)
+
 WS = Path(__file__).resolve().parents[1]
 SRC_DIR = WS / "src" / "startup_config" / "script"
 INSTALL_DIR = WS / "install" / "share" / "startup_config" / "script"

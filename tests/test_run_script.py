@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.system      # (scripts/test --unit leaves it out)
+
 WS = Path(__file__).resolve().parents[1]
 PORT = 11393
 
@@ -78,7 +80,7 @@ def test_run_brings_the_stack_up_and_stops_on_ctrl_c(run_env: dict) -> None:
         rest, _ = proc.communicate(timeout=180)   # a loaded machine shuts a stack down slowly
         assert proc.returncode == 0, rest
         assert "stopped" in rest
-        # every node stopped on roslaunch's SIGINT (hdas.ros_io.stop_within): it never escalated
+        # every node stopped on roslaunch's SIGINT (r1_common.ros_io.stop_within): it never escalated
         escalated = [line for line in stack_log.read_text().splitlines() if "escalating to SIGTERM" in line]
         assert escalated == [], escalated
         time.sleep(0.5)

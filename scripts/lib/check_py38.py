@@ -12,12 +12,16 @@ runs on the robot or in its tests); exit 1 with one line per finding, 0 when the
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 WS = Path(__file__).resolve().parents[2]
+# mypy's incremental cache, kept for the machine (a clean clone's check then reads what it already
+# knows: mypy compares the files' hashes when their times differ)
+CACHE = Path(os.environ.get("R1_MYPY_CACHE", "/var/tmp/r1_mypy_cache"))
 PATTERNS = ("src/*/src/*/*.py", "src/*/scripts/*", "src/*/test/*.py", "src/*/test/*/*.py",
             "src/startup_config/script/*/*.py", "scripts/lib/*.py", "tests/*.py")
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<text>.*?)(  \[(?P<code>[a-z-]+)\])?$")
@@ -43,7 +47,7 @@ def errors(version: str, files: list[str]) -> dict[tuple[str, str, str], str]:
         [sys.executable, "-m", "mypy", "--python-version", version, "--no-site-packages", "--ignore-missing-imports",
          "--check-untyped-defs",
          "--scripts-are-modules", "--no-error-summary", "--hide-error-context", "--no-pretty",
-         "--cache-dir", str(WS / "build" / f"mypy_cache_{version}"), *files],
+         "--cache-dir", str(CACHE / f"mypy_cache_{version}"), *files],
         cwd=WS, capture_output=True, text=True)
     if out.returncode not in (0, 1):
         raise RuntimeError(f"mypy failed for Python {version}:\n{out.stdout}{out.stderr}")
