@@ -26,6 +26,7 @@ from PIL import Image as PILImage
 from sensor_msgs import point_cloud2
 from sensor_msgs.msg import CompressedImage, Image, JointState, PointCloud2
 
+from r1_common import ros_testing
 from r1_sim.body import RobotBody
 from r1_sim.sensor_rig import parse_sensor_config
 
@@ -35,32 +36,23 @@ FIRST_MESSAGE_S = 400.0
 CONDITION_S = 300.0
 
 
-class Latest:
-    """The latest message of a topic (and the stamps of the last few thousand)."""
+class Latest(ros_testing.Latest):
+    """The latest message of a topic, and with keep_stamps the stamps of the last few thousand."""
 
     def __init__(self, topic, cls, keep_stamps=False):
-        self.msg, self.lock, self.stamps = None, threading.Lock(), set() if keep_stamps else None
-        self.topic = topic
-        self.sub = rospy.Subscriber(topic, cls, self._cb, queue_size=50 if keep_stamps else 1)
+        self.stamps = set() if keep_stamps else None      # (before the subscriber: it may call back at once)
+        super().__init__(topic, cls)
 
     def _cb(self, msg):
-        with self.lock:
-            self.msg = msg
-            if self.stamps is not None:
+        super()._cb(msg)
+        if self.stamps is not None:
+            with self.lock:
                 if len(self.stamps) > 20000:
                     self.stamps.clear()
                 self.stamps.add(msg.header.stamp.to_nsec())
 
     def wait(self, timeout=CONDITION_S, predicate=None):
-        deadline = time.monotonic() + timeout
-        m = None
-        while time.monotonic() < deadline and not rospy.is_shutdown():
-            with self.lock:
-                m = self.msg
-            if m is not None and (predicate is None or predicate(m)):
-                return m
-            time.sleep(0.02)
-        raise AssertionError(f"{self.topic}: no {'matching ' if predicate else ''}message within {timeout} s")
+        return super().wait(timeout, predicate)
 
 
 def decode_jpeg(msg):
