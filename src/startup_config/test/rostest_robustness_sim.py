@@ -79,6 +79,9 @@ RESTORE = {
     "/motion_target/brake_mode": ("std_msgs/Bool", {"data": False}),
     "/sim/remote": ("hdas_msg/controller_signal", {"mode": 5}),
 }
+RESTORE_CHECK = {         # topic -> (topic, type, predicate) that shows its RESTORE took
+    "/sim/remote": ("/controller", "hdas_msg/controller_signal_stamped", lambda m: m.data.mode == 5),
+}
 JUDGED_PREFIXES = ("/hdas/", "/motion_control/", "/sim/")
 RATE_TOPICS = ("/hdas/feedback_arm_left", "/hdas/feedback_torso")     # must flow through every fuzz
 SPEED_TOLERANCE = 1.35        # ground-truth speed / URDF limit (finite differences at 100 Hz; docs/safety.md)
@@ -247,7 +250,7 @@ class RobustnessSimTest(unittest.TestCase):
         target.pose.position.x, target.pose.position.y, target.pose.position.z = x, y, z
         target.pose.orientation.x, target.pose.orientation.y = qx, qy
         target.pose.orientation.z, target.pose.orientation.w = qz, qw
-        deadline, error = time.monotonic() + 300, np.inf
+        deadline, error = time.monotonic() + 120, np.inf
         try:
             while time.monotonic() < deadline and error >= 0.01:
                 self.pose_left.publish(target)
@@ -261,7 +264,7 @@ class RobustnessSimTest(unittest.TestCase):
         stream = Stream(self.chassis, twist(0.3))
         stream.start()
         try:
-            deadline = time.monotonic() + 300
+            deadline = time.monotonic() + 30
             while time.monotonic() < deadline and self.truth.speed[1] < 0.25:
                 time.sleep(0.05)
             self.assertGreater(self.truth.speed[1], 0.25, "the base does not drive")
@@ -387,22 +390,44 @@ class RobustnessSimTest(unittest.TestCase):
         time.sleep(0.2)
         pub.unregister()
         if topic in RESTORE:
-            kind, fields = RESTORE[topic]
-            rcls = roslib.message.get_message_class(kind)
-            restore = rospy.Publisher(topic, rcls, queue_size=1, latch=kind == "std_msgs/Bool")
-            msg = rcls()
-            for k, v in fields.items():
-                if isinstance(v, dict):
-                    for kk, vv in v.items():
-                        setattr(getattr(msg, k), kk, vv)
-                else:
-                    setattr(msg, k, v)
-            time.sleep(0.5)
-            for _ in range(10):
-                restore.publish(msg)
-                time.sleep(0.05)
-            restore.unregister()
+            self.restore(topic)
         return sent
+
+    def restore(self, topic):
+        """Put back the state a fuzzed topic leaves behind (RESTORE), and make sure it took: publish until
+        every subscriber is connected and RESTORE_CHECK (if any) sees the effect; fails after 30 s."""
+        kind, fields = RESTORE[topic]
+        rcls = roslib.message.get_message_class(kind)
+        msg = rcls()
+        for k, v in fields.items():
+            if isinstance(v, dict):
+                for kk, vv in v.items():
+                    setattr(getattr(msg, k), kk, vv)
+            else:
+                setattr(msg, k, v)
+        subscribers = len(self.input_topics().get(topic, []))
+        pub = rospy.Publisher(topic, rcls, queue_size=1, latch=True)
+        check = RESTORE_CHECK.get(topic)
+        deadline = time.monotonic() + 30.0
+        try:
+            while pub.get_num_connections() < subscribers and time.monotonic() < deadline:
+                time.sleep(0.05)
+            while True:
+                for _ in range(5):
+                    pub.publish(msg)
+                    time.sleep(0.05)
+                if check is None:
+                    return
+                check_topic, check_type, ok = check
+                try:
+                    seen = rospy.wait_for_message(check_topic, roslib.message.get_message_class(check_type), 1.0)
+                    if ok(seen):
+                        return
+                except rospy.ROSException:
+                    pass
+                self.assertLess(time.monotonic(), deadline, f"restoring {topic} to {fields} did not take in 30 s")
+        finally:
+            pub.unregister()
 
     def fuzz_service(self, name, rng):
         """CALLS_PER_SERVICE requests that a service of the robot must refuse (a valid function frame would
@@ -511,7 +536,7 @@ class RobustnessSimTest(unittest.TestCase):
         stream = Stream(self.chassis, twist(0.3))
         stream.start()
         try:
-            deadline = time.monotonic() + 300
+            deadline = time.monotonic() + 30
             while time.monotonic() < deadline and self.truth.speed[1] < 0.29:
                 time.sleep(0.05)
             self.truth.start()

@@ -50,6 +50,14 @@ def run_hanging_node(tmp_path, hang: str) -> Tuple[float, int, str]:
     env = dict(os.environ, ROS_MASTER_URI=f"http://localhost:{port}", ROS_HOME=str(tmp_path))
     core = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30.0
+    while True:                                # the master up first: else rospy prints its retries on stdout
+        try:
+            socket.create_connection(("localhost", port), timeout=1.0).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "rosmaster did not start within 30 s"
+            time.sleep(0.05)
     node = tmp_path / "hanging_node.py"
     node.write_text(
         "import threading, time, rospy\n"
@@ -62,7 +70,11 @@ def run_hanging_node(tmp_path, hang: str) -> Tuple[float, int, str]:
     try:
         proc = subprocess.Popen([sys.executable, str(node)], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "ready"
+        lines = []
+        while not lines or lines[-1] != "ready":     # (rospy may print a warning or two first)
+            line = proc.stdout.readline()
+            assert line, f"the node ended before it was ready: {lines}, {proc.stderr.read()}"
+            lines.append(line.strip())
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
