@@ -50,5 +50,5 @@ def test_node_scripts_are_included_and_build_spaces_left_out():
     """(scripts/test runs the check over the workspace itself)"""
     files = ruff("--show-files", cwd=WS).stdout.splitlines()
     assert any(f.endswith("src/HDAS/scripts/HDAS") for f in files), "extensionless node scripts are not linted"
-    assert any(f.endswith("src/mobiman/src/mobiman/arm_ik.py") for f in files)
+    assert any(f.endswith("src/mobiman/src/mobiman/arm/ik.py") for f in files)
     assert not any(part in f for f in files for part in ("/build/", "/devel/", "/install/", "/build_robot/"))

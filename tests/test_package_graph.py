@@ -36,11 +36,8 @@ def module_owners(pkgs: Dict[str, Path]) -> Dict[str, str]:
     """Top-level Python module → the workspace package that provides it."""
     owners = {}
     for name, d in pkgs.items():
-        setup = d / "setup.py"
-        if setup.exists():
-            for mod in re.findall(r'packages=\[([^\]]*)\]', setup.read_text()):
-                for m in re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', mod):
-                    owners[m] = name
+        for init in sorted((d / "src").glob("*/__init__.py")) if (d / "setup.py").exists() else []:
+            owners[init.parent.name] = name      # setup.py's package_dir is src/: its top-level packages
         if (d / "msg").is_dir() or (d / "srv").is_dir():
             owners.setdefault(name, name)        # generated messages: import <package>.msg / .srv
     return owners
@@ -149,3 +146,23 @@ def test_the_shared_packages_stay_below_the_driver_and_the_simulator():
         assert (runtime | tests) & above == set(), low
     runtime, tests = declared(pkgs["r1_sim"])
     assert "HDAS" not in runtime | tests
+
+
+MOBIMAN_CORES = ("model", "arm", "tracker", "torso", "chassis", "estimation", "remote")
+
+
+def test_module_owners_are_read_from_the_source_layout():
+    owners = module_owners(packages())
+    assert owners["mobiman"] == "mobiman" and owners["hdas"] == "HDAS" and owners["r1_can"] == "r1_can"
+
+
+@pytest.mark.parametrize("sub", MOBIMAN_CORES)
+def test_mobiman_cores_are_ros_free(sub):
+    """The capability sub-packages of mobiman take numbers and return numbers: no rospy, no ROS
+    messages, no tf2 (the nodes in mobiman.nodes wrap them)."""
+    ros = {"rospy", "rosgraph", "tf2_ros", "genpy", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs",
+           "diagnostic_msgs", "tf2_msgs", "hdas_msg"}
+    files = sorted((SRC / "mobiman" / "src" / "mobiman" / sub).glob("*.py"))
+    assert files
+    used = {f.name: imported_modules(f) & ros for f in files}
+    assert {f: m for f, m in used.items() if m} == {}

@@ -3,7 +3,7 @@
 
 The whole chain is real: pose topic -> r1_{left,right}_arm_relaxed_ik (ArmIK) -> joint targets ->
 r1_jointTracker_demo_node -> HDAS -> CAN -> simulated motors and physics -> feedback. The
-measured pose is FK of the measured joints (mobiman.robot_model, independent of the solver).
+measured pose is FK of the measured joints (mobiman.model.robot_model, independent of the solver).
 
 The simulator keeps simulated time, which on a busy 2-core machine runs at a fifth of real
 time: every wait is a condition with a wall-time deadline of minutes, never a wall-clock rate.
@@ -26,8 +26,8 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from mobiman.arm_ik import ArmIK
-from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.arm.ik import ArmIK
+from mobiman.model.robot_model import RobotModel, load_group_config
 from r1_common.ros_testing import Diagnostics, Latest, Recorder
 
 # The guide's examples (手臂姿态控制), as written there: empty frame_id = torso_link4.

@@ -2,7 +2,7 @@
 """Chassis control on the simulated R1: acceleration, straight motion, pure sideways and yaw,
 odometry over a 5 m square, stopped streams, brake mode, remote-controller modes, bad input.
 
-The chain is real: Twist -> chassis_control_node (mobiman.swerve) -> HDAS -> CAN -> simulated
+The chain is real: Twist -> chassis_control_node (mobiman.chassis.swerve) -> HDAS -> CAN -> simulated
 steer and wheel motors -> the simulator's planar base, whose ground truth (/sim/odom) judges.
 Simulated time runs at a fraction of real time here: every wait is a condition with a
 wall-time deadline of minutes; durations are measured on ROS (simulated) time.
@@ -21,7 +21,7 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from mobiman.swerve import SwerveKinematics
+from mobiman.chassis.swerve import SwerveKinematics
 from r1_common.ros_testing import Diagnostics, Latest, Recorder
 from r1_sim.robot import REMOTE_OFF
 

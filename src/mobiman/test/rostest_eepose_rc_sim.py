@@ -2,7 +2,7 @@
 """Pose estimator and remote-control manager on the simulated R1.
 
 Poses: HDAS feedback -> r1_eepose_pub_node (fk_calculator) -> /motion_control/pose_*, checked
-against FK (mobiman.robot_model) of the simulator's ground truth (/sim/joint_states) at the
+against FK (mobiman.model.robot_model) of the simulator's ground truth (/sim/joint_states) at the
 standing pose and after the torso and the left arm were moved by MIT commands sent here.
 Remote: /sim/remote -> simulated receiver -> CAN -> HDAS /controller -> r1_control_manager ->
 /motion_target/target_speed_chassis (and a gesture's torso target).
@@ -26,7 +26,7 @@ from geometry_msgs.msg import PoseStamped, Twist
 from hdas_msg.msg import controller_signal, controller_signal_stamped, motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.model.robot_model import RobotModel, load_group_config
 from r1_common.ros_testing import Diagnostics, Latest, Recorder
 
 POSES = {"torso": ("/motion_control/pose_floating_base", "/hdas/feedback_torso", "base_link"),

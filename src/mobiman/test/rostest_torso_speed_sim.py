@@ -20,7 +20,7 @@ from geometry_msgs.msg import PoseStamped, Twist
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.robot_model import RobotModel
+from mobiman.model.robot_model import RobotModel
 from r1_common.ros_testing import Latest, Recorder
 
 TORSO = ["torso_joint1", "torso_joint2", "torso_joint3", "torso_joint4"]

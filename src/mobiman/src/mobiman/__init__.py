@@ -1,5 +1,7 @@
-"""mobiman: motion control of the Galaxea R1 (joint tracking, arm IK, torso, chassis).
+"""mobiman: motion control of the Galaxea R1, one sub-package per capability.
 
-The modules of this package are ROS-free cores; the ROS nodes in `mobiman.nodes`
-are thin wrappers around them.
+ROS-free cores: `model` (robot model, TF tree), `arm` (arm pose control: IK), `tracker` (joint
+tracker), `torso` (torso speed control), `chassis` (swerve), `estimation` (poses, joint states),
+`remote` (remote-control manager). `nodes` holds the thin rospy wrappers around them; `benchmarks`
+and `demo` are tools, not runtime code.
 """

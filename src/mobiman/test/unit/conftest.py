@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mobiman.robot_model import RobotModel, load_group_config
+from mobiman.model.robot_model import RobotModel, load_group_config
 
 SRC = Path(__file__).resolve().parents[3]
 URDF = SRC / "r1_description" / "urdf" / "r1_v2_1_0.urdf"

@@ -1,12 +1,12 @@
-"""mobiman.arm_closed_form: the R1 arm's closed-form postures (cold-solve seeds)."""
+"""mobiman.arm.closed_form: the R1 arm's closed-form postures (cold-solve seeds)."""
 import math
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
-from mobiman.arm_closed_form import ClosedFormArm, rotation_angle, two_rotations
-from mobiman.arm_ik import ArmIK
+from mobiman.arm.closed_form import ClosedFormArm, rotation_angle, two_rotations
+from mobiman.arm.ik import ArmIK
 
 
 def _unit(v):

@@ -8,8 +8,8 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from mobiman.arm_ik import LWA, OTHER_ARM_STILL, ArmIK, IkConfig, IkWeights
-from mobiman.capsules import segment_distance_py
+from mobiman.arm.capsules import segment_distance_py
+from mobiman.arm.ik import LWA, OTHER_ARM_STILL, ArmIK, IkConfig, IkWeights
 
 PKG = Path(__file__).resolve().parents[2]
 URDF = (PKG.parent / "r1_description" / "urdf" / "r1_v2_1_0.urdf").read_text()
@@ -335,7 +335,7 @@ def test_clearance_bound_never_misses_a_pair(left):
 
 def test_singular_value_shortcut_never_hides_a_small_one(left):
     """_smallest_singular_value may skip the SVD only when σ_min is surely above the threshold."""
-    from mobiman.arm_ik import SR_SIGMA
+    from mobiman.arm.ik import SR_SIGMA
     rng = np.random.default_rng(5)
     left._sv_ref = None
     a = 2.0 * np.eye(6) + 0.3 * rng.normal(size=(6, 6))     # well conditioned, as a task Jacobian mostly is

@@ -1,4 +1,4 @@
-"""The compiled IK passes (mobiman.arm_ik_kernel) against pinocchio and ArmIK's Python loop."""
+"""The compiled IK passes (mobiman.arm.kernel) against pinocchio and ArmIK's Python loop."""
 from pathlib import Path
 
 import numpy as np
@@ -6,8 +6,8 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from mobiman import arm_ik_kernel as K
-from mobiman.arm_ik import LWA, SOFT_PLATEAU, SR_DAMPING, SR_SIGMA, STALL_RATIO, STALL_STEPS, ArmIK, IkConfig, IkWeights
+from mobiman.arm import kernel as K
+from mobiman.arm.ik import LWA, SOFT_PLATEAU, SR_DAMPING, SR_SIGMA, STALL_RATIO, STALL_STEPS, ArmIK, IkConfig, IkWeights
 
 PKG = Path(__file__).resolve().parents[2]
 URDF = (PKG.parent / "r1_description" / "urdf" / "r1_v2_1_0.urdf").read_text()

@@ -1,4 +1,4 @@
-"""Arm pose-control stream (mobiman.arm_ik_stream): checks, pauses, ready pose, reach judgement.
+"""Arm pose-control stream (mobiman.arm.stream): checks, pauses, ready pose, reach judgement.
 
 The solver is a stand-in with ArmIK's interface, so these tests pin the node's logic, not IK.
 """
@@ -10,7 +10,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from mobiman.arm_ik_stream import (
+from mobiman.arm.stream import (
     ACTIVE,
     MOVING_TO_READY,
     READY_PENDING,

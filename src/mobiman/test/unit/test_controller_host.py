@@ -1,7 +1,7 @@
-"""mobiman.controller_host: the module list names known node kinds, each once, or the host refuses to start."""
+"""mobiman.nodes.controller_host: the module list names known node kinds, each once, or the host refuses to start."""
 import pytest
 
-from mobiman.controller_host import KINDS, parse_modules
+from mobiman.nodes.controller_host import KINDS, parse_modules
 
 
 def test_kinds_and_names_are_resolved_in_order():

@@ -8,8 +8,8 @@ import pinocchio as pin
 import pytest
 from conftest import GROUPS
 
-from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
-from mobiman.robot_model import load_group_config
+from mobiman.estimation.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
+from mobiman.model.robot_model import load_group_config
 
 # r1_kinematics.md §4: torso_link4 in base_link (xyz, pitch about y)
 TORSO_TABLE = [

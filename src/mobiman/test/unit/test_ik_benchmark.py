@@ -7,7 +7,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from mobiman import ik_benchmark as B
+from mobiman.benchmarks import ik as B
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from mobiman.joint_state_merge import JointStateMerger
+from mobiman.estimation.joint_state_merge import JointStateMerger
 
 
 def test_arm_gripper_finger_is_mirrored_and_groups_merge() -> None:

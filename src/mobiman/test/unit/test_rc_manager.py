@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from mobiman.rc_manager import ZERO, RcConfig, RcManager, Sticks, Twist, dead_band
+from mobiman.remote.rc_manager import ZERO, RcConfig, RcManager, Sticks, Twist, dead_band
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "r1_control_manager.yaml"
 DT = 0.02          # /controller at 50 Hz

@@ -6,7 +6,7 @@ import pinocchio as pin
 import pytest
 from scipy.spatial.transform import Rotation
 
-from mobiman.robot_model import RobotModel
+from mobiman.model.robot_model import RobotModel
 
 ARM = {"left": "left_arm", "right": "right_arm"}
 

@@ -1,4 +1,4 @@
-"""Swerve kinematics and the chassis controller (mobiman.swerve, mobiman.chassis_control)."""
+"""Swerve kinematics and the chassis controller (mobiman.chassis.swerve, mobiman.chassis.control)."""
 from __future__ import annotations
 
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits, module_positions
-from mobiman.swerve import Odometry2D, SwerveKinematics, limit_twist, wrap_pi
+from mobiman.chassis.control import ChassisController, ChassisInputError, ChassisLimits, module_positions
+from mobiman.chassis.swerve import Odometry2D, SwerveKinematics, limit_twist, wrap_pi
 from r1_common.validation import InputError
 
 R1_XY = np.array([[0.21516, 0.28], [0.21516, -0.28], [-0.28084, 0.0]])

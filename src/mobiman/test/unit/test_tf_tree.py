@@ -1,11 +1,11 @@
-"""The robot's TF tree from the URDF (mobiman.tf_tree), checked against pinocchio's kinematics."""
+"""The robot's TF tree from the URDF (mobiman.model.tf_tree), checked against pinocchio's kinematics."""
 from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
-from mobiman.tf_tree import TfTree
+from mobiman.model.tf_tree import TfTree
 
 
 def chain_to(link: str, transforms, root: str = "base_footprint") -> np.ndarray:

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from mobiman.joint_tracker import TargetError
-from mobiman.robot_model import RobotModel
-from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
+from mobiman.model.robot_model import RobotModel
+from mobiman.torso.speed_control import CommandError, TorsoSpeedConfig, TorsoSpeedController
+from mobiman.tracker.joint_tracker import TargetError
 
 DT = 0.002                               # 500 Hz feedback, as on the R1
 SLOW = 0.01                              # 100 Hz, the light simulation's torso bus: for the long runs

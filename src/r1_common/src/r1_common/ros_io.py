@@ -192,3 +192,21 @@ def stop_within(seconds: float = STOP_WITHIN) -> None:
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.setitimer(signal.ITIMER_REAL, seconds + 1.0)
     rospy.on_shutdown(arm)
+
+
+def run_node(node_name: str, make: Callable[[], Any]) -> None:
+    """A node's main: init `node_name`, stop_within(), build the node with `make()` and spin.
+
+    A configuration the node cannot use (r1_common.settings.ConfigError, raised by `make`) ends the
+    process with one fatal log line naming the parameter and exit status 1; node classes raise it and
+    never exit themselves, so that several of them can share a process (mobiman's controller_host)."""
+    from r1_common.settings import ConfigError
+
+    rospy.init_node(node_name)
+    stop_within()   # gone within seconds of a SIGINT, whatever hangs
+    try:
+        make()
+    except ConfigError as e:
+        rospy.logfatal(f"{rospy.get_name()}: bad configuration: {e}")
+        sys.exit(1)
+    rospy.spin()

@@ -1,6 +1,6 @@
 """chassis_control_node: twist targets -> swerve module commands, wheel odometry.
 
-A thin ROS wrapper around `mobiman.chassis_control` and `mobiman.swerve`, with the stock
+A thin ROS wrapper around `mobiman.chassis.control` and `mobiman.chassis.swerve`, with the stock
 node's private params (current_motor_topic_name, chassis_control_topic_name,
 motor_command_topic_name, breaking_topic_name) and its hard-coded topics
 (/motion_target/chassis_acc_limit, /motion_control/chassis_speed). Beyond the stock node:
@@ -30,8 +30,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
-from mobiman.chassis_control import ChassisController, ChassisInputError, ChassisLimits, module_positions
-from mobiman.swerve import Odometry2D, SwerveKinematics
+from mobiman.chassis.control import ChassisController, ChassisInputError, ChassisLimits, module_positions
+from mobiman.chassis.swerve import Odometry2D, SwerveKinematics
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
 from r1_common.ros_io import DirectPublisher, WallTimer, stop_within
@@ -49,7 +49,7 @@ def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
 class ChassisControlNode:
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.controller_host`); by default the process's own node."""
+        (`mobiman.nodes.controller_host`); by default the process's own node."""
         p: dict[str, Any] = rospy.get_param("~") if params is None else params
         self.throttle = Throttle(period=5.0)
         urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")

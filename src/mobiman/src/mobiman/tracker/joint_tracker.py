@@ -14,7 +14,7 @@ from typing import Collection, List, Mapping, Sequence, Tuple
 import numpy as np
 import ruckig
 
-from mobiman.robot_model import RobotModel
+from mobiman.model.robot_model import RobotModel
 from r1_common.validation import FEEDBACK_MARGIN, plausible_positions, show
 
 _SLACK = 1.0 + 1e-9   # rounding allowance when comparing a state with limits

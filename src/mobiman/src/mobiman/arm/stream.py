@@ -1,10 +1,10 @@
 """The arm pose-control stream, ROS-free: pose targets in, checked joint targets out.
 
-`ArmPoseStream` is what `r1_arm_relaxed_ik_node` (mobiman.arm_ik_node) does between its
+`ArmPoseStream` is what `r1_arm_relaxed_ik_node` (mobiman.nodes.arm_ik) does between its
 topics, without rospy: it checks each pose target, keeps the solver's history in step with
 the measured arm (at the first feedback, after a paused stream), runs one streamed solve per
 target, judges the result (reached, still converging, out of reach) and never hands out a
-non-finite joint target. The solver is anything with the `mobiman.arm_ik.ArmIK` interface
+non-finite joint target. The solver is anything with the `mobiman.arm.ik.ArmIK` interface
 (`reset`, `solve`, `set_other_arm`, `lower`, `upper`, `joint_names`), so the logic is tested
 with a stand-in.
 

@@ -1,6 +1,6 @@
 """r1_jointTracker_demo_node: joint targets -> motor commands, one Ruckig tracker per group.
 
-A thin ROS wrapper around `mobiman.joint_tracker`: each feedback message of a group is
+A thin ROS wrapper around `mobiman.tracker.joint_tracker`: each feedback message of a group is
 one tick of that group (so the output runs at the feedback rate, 500 Hz on the R1):
 step its trajectory on the feedback's stamps, add gravity feed-forward at the measured
 configuration of the whole upper body (a group's own joints at the plan with
@@ -29,7 +29,8 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.joint_tracker import (
+from mobiman.model.robot_model import RobotModel, load_group_config
+from mobiman.tracker.joint_tracker import (
     JointTrajectoryTracker,
     MitGains,
     Posture,
@@ -41,7 +42,6 @@ from mobiman.joint_tracker import (
     pid_command,
     read_target,
 )
-from mobiman.robot_model import RobotModel, load_group_config
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
 from r1_common.realtime import policy_name, request_fifo
@@ -101,7 +101,7 @@ class Group:
 class JointTrackerNode:
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.controller_host`); by default the process's own node."""
+        (`mobiman.nodes.controller_host`); by default the process's own node."""
         self.throttle = Throttle(period=5.0)
         p: dict[str, Any] = rospy.get_param("~") if params is None else params
         self.mode = str(p.get("output_mode", "mit"))

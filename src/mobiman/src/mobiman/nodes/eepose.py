@@ -1,13 +1,13 @@
 """r1_eepose_pub_node (node `fk_calculator`): feedback -> poses, and the merged /joint_states.
 
-A thin ROS wrapper around `mobiman.eepose`: every /hdas/feedback_torso message gives one
+A thin ROS wrapper around `mobiman.estimation.eepose`: every /hdas/feedback_torso message gives one
 /motion_control/pose_floating_base (torso_link4 in base_link), every arm feedback message one
 /motion_control/pose_ee_arm_{left,right} (gripper_link in torso_link4), stamped with the
 feedback's stamp. Bad feedback is dropped with a throttled log. A node that falls behind (a
 busy machine) computes only the newest feedback rospy kept for it (queue_size) and counts the
 messages it never got from the gaps in their sequence numbers (`missed_feedback`). It also merges all feedback
-into /joint_states (`mobiman.joint_state_merge`) at a fixed rate and, with `~publish_tf` (the
-whole stack sets it), publishes the robot's TF from that checked state (`mobiman.tf_tree`: the fixed
+into /joint_states (`mobiman.estimation.joint_state_merge`) at a fixed rate and, with `~publish_tf` (the
+whole stack sets it), publishes the robot's TF from that checked state (`mobiman.model.tf_tree`: the fixed
 joints once on /tf_static, the moving ones on /tf at the same rate) in place of ROS's
 robot_state_publisher, which a /joint_states message from anyone can abort; it reports on
 /diagnostics at 1 Hz.
@@ -29,10 +29,10 @@ from geometry_msgs.msg import PoseStamped, TransformStamped
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
-from mobiman.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
-from mobiman.joint_state_merge import JointStateMerger
-from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.tf_tree import TfTree, Transform
+from mobiman.estimation.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
+from mobiman.estimation.joint_state_merge import JointStateMerger
+from mobiman.model.robot_model import RobotModel, load_group_config
+from mobiman.model.tf_tree import TfTree, Transform
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
 from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
@@ -67,7 +67,7 @@ class Stream:
 class EePoseNode:
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.controller_host`); by default the process's own node."""
+        (`mobiman.nodes.controller_host`); by default the process's own node."""
         self.throttle = Throttle(period=5.0)
         p: dict[str, Any] = rospy.get_param("~") if params is None else params
         groups_file = p.get("joint_groups_file") or str(
@@ -82,7 +82,7 @@ class EePoseNode:
         frames = self.estimator.frames
         self.feedback_timeout = float(p.get("feedback_timeout", 0.5))
         # all state before the first subscription: a callback can come at once (hosted in a process
-        # that already reads the topic, mobiman.controller_host)
+        # that already reads the topic, mobiman.nodes.controller_host)
         self.merger: JointStateMerger | None = None
         self.merger_lock = threading.Lock()
         self.chassis_dropped = 0

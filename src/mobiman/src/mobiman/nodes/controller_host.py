@@ -19,12 +19,12 @@ from r1_common.ros_io import stop_within
 
 # kind -> (module, class)
 KINDS: dict[str, tuple[str, str]] = {
-    "joint_tracker": ("mobiman.tracker_node", "JointTrackerNode"),
-    "torso_speed": ("mobiman.torso_speed_node", "TorsoSpeedNode"),
-    "chassis": ("mobiman.chassis_node", "ChassisControlNode"),
-    "rc_manager": ("mobiman.rc_manager_node", "RcManagerNode"),
-    "eepose": ("mobiman.eepose_node", "EePoseNode"),
-    "arm_ik": ("mobiman.arm_ik_node", "ArmIkNode"),
+    "joint_tracker": ("mobiman.nodes.joint_tracker", "JointTrackerNode"),
+    "torso_speed": ("mobiman.nodes.torso_speed", "TorsoSpeedNode"),
+    "chassis": ("mobiman.nodes.chassis", "ChassisControlNode"),
+    "rc_manager": ("mobiman.nodes.rc_manager", "RcManagerNode"),
+    "eepose": ("mobiman.nodes.eepose", "EePoseNode"),
+    "arm_ik": ("mobiman.nodes.arm_ik", "ArmIkNode"),
 }
 
 

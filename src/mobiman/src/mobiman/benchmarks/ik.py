@@ -414,7 +414,7 @@ class OursSolver(Solver):
     name, label = "ours", "ours (ArmIK)"
 
     def __init__(self, urdf_xml: str, side: str = "left", config: dict | None = None):
-        from mobiman.arm_ik import ArmIK, IkConfig
+        from mobiman.arm.ik import ArmIK, IkConfig
         cfg = IkConfig.from_dict(config) if config is not None else IkConfig()
         self.ik = ArmIK(urdf_xml, side=side, config=cfg)
         self.settings = {"config": config if config is not None else "IkConfig() defaults",
@@ -883,7 +883,7 @@ def _dpkg_version(pkg: str) -> str | None:
         return None
 
 
-if __name__ == "__main__":     # python -m mobiman.ik_benchmark (no ROS): paths from the source tree
+if __name__ == "__main__":     # python -m mobiman.benchmarks.ik (no ROS): paths from the source tree
     _src = Path(__file__).resolve().parents[3]
     sys.exit(main(sys.argv[1:], _src / "r1_description/urdf/r1_v2_1_0.urdf", _src / "mobiman/config/relaxed_ik.yaml",
                   _src.parent / "docs/benchmarks"))

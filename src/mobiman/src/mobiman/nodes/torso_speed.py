@@ -2,7 +2,7 @@
 
 Speed commands (Twist: linear.x = v_x, linear.z = v_z of torso_link3 in base_link axes) and
 joint targets (JointState, as the joint tracker takes them) go into
-`mobiman.torso_speed.TorsoSpeedController`; each torso feedback message is one tick of it and
+`mobiman.torso.speed_control.TorsoSpeedController`; each torso feedback message is one tick of it and
 one hdas_msg/motor_control (MIT: p_des, v_des from the controller, kp, kd from the config,
 t_ff = RNEA gravity of the upper body, arms at their measured posture, plus M(q)·q̈ of the
 command). No feedback, no
@@ -26,9 +26,16 @@ from geometry_msgs.msg import PoseStamped, Twist
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
-from mobiman.joint_tracker import Posture, TargetError, clamp_effort, feedforward_at, friction_feedforward, read_target
-from mobiman.robot_model import RobotModel, load_group_config
-from mobiman.torso_speed import CommandError, TorsoSpeedConfig, TorsoSpeedController
+from mobiman.model.robot_model import RobotModel, load_group_config
+from mobiman.torso.speed_control import CommandError, TorsoSpeedConfig, TorsoSpeedController
+from mobiman.tracker.joint_tracker import (
+    Posture,
+    TargetError,
+    clamp_effort,
+    feedforward_at,
+    friction_feedforward,
+    read_target,
+)
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
 from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
@@ -48,7 +55,7 @@ ARMS = {"left_arm": "/hdas/feedback_arm_left", "right_arm": "/hdas/feedback_arm_
 class TorsoSpeedNode:
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.controller_host`); by default the process's own node."""
+        (`mobiman.nodes.controller_host`); by default the process's own node."""
         self.name = name or rospy.get_name()
         self.throttle = Throttle(period=5.0)
         p: dict[str, Any] = rospy.get_param("~") if params is None else params

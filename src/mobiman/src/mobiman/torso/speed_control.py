@@ -19,8 +19,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from mobiman.joint_tracker import JointTrajectoryTracker, TargetError, TrackerLimits
-from mobiman.robot_model import RobotModel
+from mobiman.model.robot_model import RobotModel
+from mobiman.tracker.joint_tracker import JointTrajectoryTracker, TargetError, TrackerLimits
 
 PITCH_DEADBAND = 1e-9     # [rad] pitch errors below this are round-off, not a posture to correct
 _INSIDE_TOL = 1e-6        # [m] rounding allowance on the workspace faces (q = 0 sits on z = 0.7)

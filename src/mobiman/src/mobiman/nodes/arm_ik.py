@@ -3,9 +3,9 @@
 End-effector pose targets (`{side}_gripper_link` in `torso_link4`) stream in on
 /motion_target/target_pose_arm_{side} (and the guide's table name
 /motion_target/pose_target_arm_{side}); each valid target is one streamed solve of
-`mobiman.arm_ik.ArmIK`, and the joint targets go to the joint tracker on
+`mobiman.arm.ik.ArmIK`, and the joint targets go to the joint tracker on
 /motion_target/target_joint_state_arm_{side} with per-joint speed limits. The logic between
-the topics (checks, stream pauses, ready pose, statistics) is `mobiman.arm_ik_stream`
+the topics (checks, stream pauses, ready pose, statistics) is `mobiman.arm.stream`
 (ROS-free); this module reads params, resolves frames with tf2 and publishes.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from tf2_msgs.msg import TFMessage
 
-from mobiman.arm_ik_stream import (
+from mobiman.arm.stream import (
     READY_PENDING,
     TF_MAX_AGE,
     TF_MAX_AHEAD,
@@ -79,7 +79,7 @@ class CheckedTransformListener:
 class ArmIkNode:
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.controller_host`); by default the process's own node."""
+        (`mobiman.nodes.controller_host`); by default the process's own node."""
         self.name = name or rospy.get_name()
         self.throttle = Throttle(period=5.0)
         p: dict[str, Any] = rospy.get_param("~") if params is None else params
@@ -95,7 +95,7 @@ class ArmIkNode:
         urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
         if not urdf:
             raise SystemExit(f"{self.name}: no robot_description on the parameter server")
-        from mobiman.arm_ik import ArmIK, IkConfig  # the solver core (pinocchio)
+        from mobiman.arm.ik import ArmIK, IkConfig  # the solver core (pinocchio)
         t0 = time.monotonic()
         try:
             ik = ArmIK(urdf, side=side, config=IkConfig.from_dict(p.get("solver") or {}))

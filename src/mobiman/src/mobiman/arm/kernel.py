@@ -13,7 +13,7 @@ two, and the kinematics with pinocchio's). `stream_pass` is the common streamed 
 The chain's constants come from the pinocchio model (`ArmChain.from_model`), nothing from the
 URDF by hand; a model that is not a chain of 6 revolute joints gets None and ArmIK keeps its
 Python loop. The collision barrier is not here: the caller measures the answer's clearance
-(capsules in C++, `mobiman.capsules.ContactCheck`, after a temporal-coherence bound) and runs
+(capsules in C++, `mobiman.arm.capsules.ContactCheck`, after a temporal-coherence bound) and runs
 the Python loop with the collision rows when it is within the margin.
 """
 from __future__ import annotations
@@ -528,5 +528,5 @@ def compile_all() -> None:
     stream_pass(np.zeros(6), goal, chain, bounds, ArmChain.settings(50.0, 10.0, 1e-3, 2e-4, 2e-3, 0.7, 0.5, 0.05),
                 stream, np.zeros(6), np.ones(6), 1.0, 30, 4)
     if not np.all(np.isfinite(out)):
-        raise RuntimeError("arm_ik_kernel.compile_all: the kernels returned non-finite values")
+        raise RuntimeError("mobiman.arm.kernel.compile_all: the kernels returned non-finite values")
 

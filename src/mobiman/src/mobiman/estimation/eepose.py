@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
-from mobiman.robot_model import RobotModel
+from mobiman.model.robot_model import RobotModel
 from r1_common.validation import FEEDBACK_MARGIN, InputError, plausible_positions, show
 
 ARM_GROUPS = {"left": "left_arm", "right": "right_arm"}

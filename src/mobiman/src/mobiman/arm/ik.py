@@ -32,9 +32,9 @@ import pinocchio as pin
 from scipy.linalg import lapack
 from scipy.spatial import cKDTree
 
-from mobiman.arm_closed_form import ClosedFormArm
-from mobiman.arm_ik_kernel import DONE, ArmChain, lm_pass, stream_pass
-from mobiman.capsules import ContactCheck, capsules_from_urdf, segment_distance_py, segment_pose
+from mobiman.arm.capsules import ContactCheck, capsules_from_urdf, segment_distance_py, segment_pose
+from mobiman.arm.closed_form import ClosedFormArm
+from mobiman.arm.kernel import DONE, ArmChain, lm_pass, stream_pass
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 REACHED_POSITION = 1e-3       # [m]   the issue's bar for "reached"
@@ -690,7 +690,7 @@ class ArmIK:
 
     def _pass(self, q: np.ndarray, target: pin.SE3, iterations: int, soft: bool, weights: IkWeights | None = None,
               stall: int | None = None) -> tuple[np.ndarray, float, float, int]:
-        """One Levenberg-Marquardt pass from q, compiled (`mobiman.arm_ik_kernel.lm_pass`).
+        """One Levenberg-Marquardt pass from q, compiled (`mobiman.arm.kernel.lm_pass`).
 
         The collision barrier is the Python loop's: with a collision weight, an answer within the
         margin (CONTACT_MARGIN for the task, `collision_margin` for the full objective; temporal
@@ -963,7 +963,7 @@ class ArmIK:
         self._table = cKDTree(np.array(feats))
 
     def _closed_form_seeds(self, target: pin.SE3, near: np.ndarray | None) -> list[np.ndarray]:
-        """The arm's closed-form postures for the target (`mobiman.arm_closed_form`), nearest to
+        """The arm's closed-form postures for the target (`mobiman.arm.closed_form`), nearest to
         `near` (else the middle of the joint ranges) first; none where the model is not of that kind."""
         if self._closed_form is None:
             return []

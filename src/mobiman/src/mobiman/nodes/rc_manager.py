@@ -1,6 +1,6 @@
 """r1_control_manager: the remote controller -> chassis Twist and gesture presets, a thin ROS wrapper.
 
-Reads /controller (hdas_msg/controller_signal_stamped), runs `mobiman.rc_manager` at 20 Hz
+Reads /controller (hdas_msg/controller_signal_stamped), runs `mobiman.remote.rc_manager` at 20 Hz
 and publishes what it decides: a Twist on the chassis topic (or nothing while the host is in
 control), joint targets for the joint tracker when a stick gesture fired. Diagnostics at 1 Hz.
 """
@@ -18,8 +18,8 @@ from geometry_msgs.msg import Twist
 from hdas_msg.msg import controller_signal_stamped
 from sensor_msgs.msg import JointState
 
-from mobiman.rc_manager import RcConfig, RcManager, Sticks
-from mobiman.robot_model import load_group_config
+from mobiman.model.robot_model import load_group_config
+from mobiman.remote.rc_manager import RcConfig, RcManager, Sticks
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
 from r1_common.ros_io import QuietPublisher, WallTimer, stop_within
@@ -32,7 +32,7 @@ NODE = "r1_control_manager"
 class RcManagerNode:
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.controller_host`); by default the process's own node."""
+        (`mobiman.nodes.controller_host`); by default the process's own node."""
         self.throttle = Throttle(period=5.0)
         p: dict[str, Any] = rospy.get_param("~") if params is None else params
         try:

@@ -2,7 +2,7 @@
 
 `ChassisController` owns what happens between `/motion_target/target_speed_chassis` and
 `/motion_control/control_chassis`: input checks and caps, the twist acceleration limit,
-the command timeout, brake mode, and the swerve kinematics (`mobiman.swerve`).
+the command timeout, brake mode, and the swerve kinematics (`mobiman.chassis.swerve`).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mobiman.robot_model import RobotModel
-from mobiman.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
+from mobiman.chassis.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
+from mobiman.model.robot_model import RobotModel
 from r1_common.validation import FEEDBACK_MARGIN, InputError, finite_vector, plausible_positions
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks of the motion-control cores (not runtime code)."""

@@ -1,0 +1,1 @@
+"""Swerve kinematics and chassis control: ROS-free."""

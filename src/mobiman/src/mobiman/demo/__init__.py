@@ -1,0 +1,1 @@
+"""The scripted demo of the whole stack (not runtime code)."""

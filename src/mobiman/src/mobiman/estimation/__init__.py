@@ -1,0 +1,1 @@
+"""State estimation from feedback: gripper and floating-base poses, merged joint states: ROS-free."""

@@ -1,0 +1,1 @@
+"""The remote-control manager's core (stick and switch mapping, modes): ROS-free."""

@@ -1,0 +1,1 @@
+"""Torso speed control's core: ROS-free."""
