@@ -3,7 +3,7 @@
 
 1. Every topic of config/r1_topics.yaml (the guide's HDAS, motion control, pose estimation and sensor
    topics, /odom, /diagnostics) is published with its type, and every stream delivers.
-2. The scripted demo (mobiman.demo: drive a square, lift the torso, reach with both arms, open and close
+2. The scripted demo (mobiman.demo.scripted: drive a square, lift the torso, reach with both arms, open and close
    the grippers) meets every outcome within its tolerance: chassis displacement on ground truth, torso
    height, both gripper poses, gripper strokes.
 3. Every node of ours publishes /diagnostics, and its statuses arrive with the standard loop keys.
@@ -20,7 +20,7 @@ import rostest
 import tf2_ros
 from diagnostic_msgs.msg import DiagnosticArray
 
-from mobiman.demo import Demo, DemoConfig, table
+from mobiman.demo.scripted import Demo, DemoConfig, table
 from r1_startup.topics import TopicWatcher, load_topics
 from r1_startup.wait_stack import default_topics_file
 
