@@ -52,3 +52,12 @@ def test_without_mypy_the_check_fails_loudly(tmp_path):
     out = subprocess.run([sys.executable, "-S", str(WS / "scripts/lib/check_py38.py"), str(f)], capture_output=True,
                          text=True, cwd=WS)
     assert out.returncode == 2 and "mypy is not installed" in out.stderr
+
+
+def test_every_module_of_the_sub_packages_is_checked():
+    out = subprocess.run([DEV_PYTHON, "-c", "import sys; sys.path.insert(0, 'scripts/lib'); import check_py38; "
+                          "print('\\n'.join(check_py38.python_files()))"], capture_output=True, text=True, cwd=WS)
+    files = set(out.stdout.split())
+    on_disk = {str(p.relative_to(WS)) for p in (WS / "src").glob("*/src/*/**/*.py")}
+    assert "src/mobiman/src/mobiman/arm/ik.py" in on_disk
+    assert on_disk <= files

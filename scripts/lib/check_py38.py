@@ -22,7 +22,7 @@ WS = Path(__file__).resolve().parents[2]
 # mypy's incremental cache, kept for the machine (a clean clone's check then reads what it already
 # knows: mypy compares the files' hashes when their times differ)
 CACHE = Path(os.environ.get("R1_MYPY_CACHE", "/var/tmp/r1_mypy_cache"))
-PATTERNS = ("src/*/src/*/*.py", "src/*/scripts/*", "src/*/test/*.py", "src/*/test/*/*.py",
+PATTERNS = ("src/*/src/*/**/*.py", "src/*/scripts/*", "src/*/test/*.py", "src/*/test/*/*.py",
             "src/startup_config/script/*/*.py", "scripts/lib/*.py", "tests/*.py")
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<text>.*?)(  \[(?P<code>[a-z-]+)\])?$")
 
