@@ -12,7 +12,7 @@ import pytest
 WS = Path(__file__).resolve().parents[1]
 # the development set's ruff (the robot pass runs in the robot's venv, which has none)
 RUFF = shutil.which("ruff") or shutil.which("ruff", path=os.path.join(os.environ.get("R1_VENV", "/opt/r1_venv"), "bin"))
-pytestmark = pytest.mark.skipif(RUFF is None, reason="no development venv here (ruff is in requirements/dev.txt)")
+pytestmark = pytest.mark.skipif(RUFF is None, reason="no development venv here (ruff is in requirements/dev-test.txt)")
 
 
 def ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
     try:
         import mypy.version
     except ImportError:
-        print("check_py38: mypy is not installed (requirements/dev.txt pins 1.10.1)", file=sys.stderr)
+        print("check_py38: mypy is not installed (requirements/dev-test.txt pins 1.10.1)", file=sys.stderr)
         return 2
     if not mypy.version.__version__.startswith("1.10"):
         print(f"check_py38: mypy {mypy.version.__version__}: 1.10 is needed (later releases refuse a 3.8 target)",

@@ -10,13 +10,13 @@
 # uv does the resolving: pip's --python-version/--platform choose wheels for the target, but pip
 # (23-25) evaluates dependencies' markers with the running interpreter, so from Python 3.11 it picked
 # cmeel-boost's numpy >= 2.2 (meant for Python >= 3.10) and refused the set. uv resolves for the target.
-# Needs PyPI (the network) and uv (requirements/dev.txt). Exit 1 with the resolver's reason on failure.
+# Needs PyPI (the network) and uv (requirements/dev-test.txt). Exit 1 with the resolver's reason on failure.
 set -eo pipefail
 WS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 REQ="${1:-$WS/requirements/robot-test.txt}"
 LOCK="$WS/requirements/robot-lock.txt"
 UV="$(command -v uv || echo "${R1_VENV:-/opt/r1_venv}/bin/uv")"
-[ -x "$UV" ] || { echo "check_robot_set: no uv (requirements/dev.txt installs it)" >&2; exit 1; }
+[ -x "$UV" ] || { echo "check_robot_set: no uv (requirements/dev-test.txt installs it)" >&2; exit 1; }
 export UV_PYTHON_DOWNLOADS=never          # resolving needs no interpreter of the target's version
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
