@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Tuple
+from typing import Any, Iterable, Mapping, Tuple, Union
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from r1_can import board_frames, damiao
 from r1_can.config import GroupSpec, MotorSpec, RobotConfig
 from r1_sim.motor import SimMotor
 from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim, UpperBodySim
+from r1_sim.sim_settings import SimSettings
 
 Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Python 3.8)
 GRAVITY = 9.81
@@ -42,9 +43,17 @@ class Slot:
 class SimRobot:
     """Motors, boards and physics of one R1, driven by CAN frames and time."""
 
-    def __init__(self, config: RobotConfig, urdf_xml: str, params: Mapping[str, Any], now: float):
+    def __init__(self, config: RobotConfig, urdf_xml: str, settings: Union[SimSettings, Mapping[str, Any]],
+                 now: float):
+        """`config`: the CAN layout; `urdf_xml`: the robot's URDF; `settings`: the simulator's settings, or
+        its parameter namespace (read with SimSettings.from_namespace); `now`: the start of simulated time [s].
+
+        :raises r1_common.settings.ConfigError: bad settings.
+        :raises KeyError: a chassis steer joint that is not in the URDF."""
         self.config = config
-        self.params = params
+        self.settings = settings if isinstance(settings, SimSettings) else SimSettings.from_namespace(settings)
+        self.params = self.settings.to_params()     # the settings as a namespace, defaults included
+        s = self.settings
         body_joints: list[str] = []
         self.slots: list[Slot] = []
         # chassis geometry from the URDF joint origins of the steer joints
@@ -59,27 +68,24 @@ class SimRobot:
                     body_joints.append(spec.joint)
         self.body_joints = body_joints
         self.body = UpperBodySim(urdf_xml, body_joints, **self._friction(body_joints))
-        start = np.array([float(params.get("start_pose", {}).get(j, 0.0)) for j in body_joints])
+        start = np.array([s.start_pose.get(j, 0.0) for j in body_joints])
         self.body.set_state(start, np.zeros(len(body_joints)))
         self.chassis = self._make_chassis(urdf_xml, chassis) if chassis else None
-        timeout_units = int(round(float(params.get("comm_timeout_s", 0.0)) / 50e-6))
-        loops = params.get("motor_loops", {})
+        timeout_units = int(round(s.comm_timeout_s / 50e-6))     # the TIMEOUT register counts 50 µs
         for group in config.groups.values():
             for k, spec in enumerate(group.motors):
                 if group.kind == "chassis":
                     modules = len(group.motors) // 2
                     kind, index = ("steer", k) if k < modules else ("wheel", k - modules)
-                    gains = loops.get(kind, {})
+                    gains = s.motor_loop(kind)
                 elif spec is group.gripper:
                     kind, index = "gripper", body_joints.index(spec.joint)
-                    gains = loops.get("gripper", {})
+                    gains = s.motor_loop("gripper")
                 else:
                     kind, index = "body", body_joints.index(spec.joint)
-                    gains = loops.get(group.kind, {})
-                ki = gains.get("ki_asr")
+                    gains = s.motor_loop(group.kind)
                 motor = SimMotor(spec.esc_id, spec.mst_id, spec.limits, timeout=timeout_units,
-                                 kp_apr=float(gains.get("kp_apr", 20.0)), kp_asr=float(gains.get("kp_asr", 5.0)),
-                                 ki_asr=None if ki is None else float(ki))
+                                 kp_apr=gains.kp_apr, kp_asr=gains.kp_asr, ki_asr=gains.ki_asr)
                 slot = Slot(group.bus, group.name, spec, motor, kind, index)
                 if kind == "gripper":
                     slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))
@@ -93,14 +99,10 @@ class SimRobot:
             self._register_ids[slot.bus][slot.spec.esc_id] = slot
         # torso joints have brakes that hold them whenever their motor is unpowered
         self._braked = [s for s in self.slots if s.kind == "body" and config.groups[s.group].kind == "torso"]
-        noise = params.get("imu", {})
-        self.imu = {name: ImuModel(gyro_noise=float(noise.get("gyro_noise", 0.0)),
-                                   acc_noise=float(noise.get("acc_noise", 0.0)))
+        self.imu = {name: ImuModel(gyro_noise=s.imu.gyro_noise, acc_noise=s.imu.acc_noise)
                     for name, b in config.boards.items() if b.kind == "imu"}
-        battery = params.get("battery", {})
-        self.battery = BatteryModel(capacity_ah=float(battery.get("capacity_ah", 30.0)),
-                                    state_of_charge=float(battery.get("state_of_charge", 0.9)))
-        self.remote_mode = int(params.get("remote", {}).get("mode", 5))
+        self.battery = BatteryModel(capacity_ah=s.battery.capacity_ah, state_of_charge=s.battery.state_of_charge)
+        self.remote_mode = s.remote.mode
         self.remote_sticks = [0.0, 0.0, 0.0, 0.0]
         self._next_board = {name: now for name in config.boards}
         self._imu_seq = 0
@@ -124,14 +126,9 @@ class SimRobot:
         return SwerveChassisSim(np.array(xy), float(chassis.params["wheel_radius"]))
 
     def _friction(self, joints: list[str]) -> dict[str, np.ndarray]:
-        table = self.params.get("friction", {})
-        out = {"viscous": np.zeros(len(joints)), "coulomb": np.zeros(len(joints)), "armature": np.zeros(len(joints))}
-        for i, joint in enumerate(joints):
-            for prefix, values in table.items():
-                if prefix in joint:
-                    for k in out:
-                        out[k][i] = float(values.get(k, 0.0))
-        return out
+        """UpperBodySim's friction arrays (viscous, coulomb, armature per joint) from the settings."""
+        table = [self.settings.friction_of(j) for j in joints]
+        return {k: np.array([getattr(f, k) for f in table], dtype=float) for k in ("viscous", "coulomb", "armature")}
 
     # -- frames ------------------------------------------------------------------------------
     def handle(self, bus: str, arbitration_id: int, data: bytes) -> Iterable[Frame]:

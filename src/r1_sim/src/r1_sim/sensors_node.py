@@ -12,6 +12,10 @@ time) stops publishing with a throttled warning; bad messages are dropped with a
 a failing render is logged and skipped. /diagnostics (1 Hz): one status per sensor with
 `r1_common.loop_stats` keys (rate, render+encode wall time, latency from the ground-truth stamp), and
 one for the ground truth.
+
+Settings: r1_sim.sensor_settings.SensorsSettings (docs/sensors.md). The process runs numpy with one BLAS
+thread (the script sets OPENBLAS_NUM_THREADS=1 before numpy loads): the ray caster's matrix products
+are small, and OpenBLAS's worker threads spin between them (twice the CPU of the render itself).
 """
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ from sensor_msgs.msg import CompressedImage, Image, JointState, PointCloud2, Poi
 from std_msgs.msg import Header
 
 from r1_common.loop_stats import LoopStats
-from r1_common.ros_io import QuietPublisher, stop_within
+from r1_common.ros_io import QuietPublisher, run_node
+from r1_common.settings import ConfigError
 from r1_common.throttle import Throttle
 from r1_common.validation import SHOWN, STREAM_MAX_AHEAD, InputError, data_time, finite_vector, show, unit_quaternion
 from r1_sim.encoding import (
@@ -44,9 +49,9 @@ from r1_sim.encoding import (
     jpeg,
 )
 from r1_sim.scene import SceneError, load_scene
-from r1_sim.sensor_rig import ConfigError, SensorRig, parse_sensor_config
+from r1_sim.sensor_rig import SensorRig, sensor_config
+from r1_sim.sensor_settings import NODE, SensorsSettings
 
-NODE = "r1_sim_sensors"
 MAX_JOINT_VALUE = 1e9       # [rad] wheel angles wind up unbounded; beyond this a value is no joint's
 MAX_BASE_DISTANCE = 1e4     # [m] from the world origin: beyond it no base pose
 
@@ -79,16 +84,21 @@ def cloud_msg(points: np.ndarray, header) -> PointCloud2:
 
 
 class SensorsNode:
+    """The node: reads its settings and the robot, subscribes to the ground truth, renders in `spin()`."""
+
     def __init__(self) -> None:
-        params = rospy.get_param("~", {})
+        """:raises r1_common.settings.ConfigError: bad settings, an unreadable scene or URDF file, a sensor
+        frame that is not in the robot's model."""
+        self.settings = settings = SensorsSettings.from_params(rospy.get_param("~", {}), where=NODE)
+        self.config = sensor_config(settings)
+        urdf = self._description(settings.urdf_file)
+        scene_file = settings.scene_file or rospkg.RosPack().get_path("r1_sim") + "/config/scene.yaml"
         try:
-            self.config = parse_sensor_config(params)
-            urdf = self._description(params)
-            scene_file = params.get("scene_file") or rospkg.RosPack().get_path("r1_sim") + "/config/scene.yaml"
-            self.rig = SensorRig(urdf, load_scene(scene_file), self.config)
-        except (ConfigError, SceneError, OSError) as e:
-            raise SystemExit(f"{NODE}: {e}") from e
-        self.render_idle = bool(params.get("render_without_subscribers", False))
+            scene = load_scene(scene_file)
+        except (SceneError, OSError) as e:
+            raise ConfigError("scene_file", f"{scene_file}: {e}") from e
+        self.rig = SensorRig(urdf, scene, self.config)
+        self.render_idle = settings.render_without_subscribers
         self.throttle = Throttle(5.0)
         self.lock = threading.Lock()
         self.joints: Optional[JointState] = None
@@ -111,22 +121,26 @@ class SensorsNode:
             self.pubs["lidar"] = {"cloud": QuietPublisher(li.topic, PointCloud2, queue_size=2)}
             self.period["lidar"], self.stats["lidar"] = 1.0 / li.rate_hz, LoopStats()
         self.diag_pub = QuietPublisher("/diagnostics", DiagnosticArray, queue_size=2)
-        rospy.Subscriber(params.get("joint_states_topic", "/sim/joint_states"), JointState, self._on_joints,
-                         queue_size=1, tcp_nodelay=True)
-        rospy.Subscriber(params.get("odom_topic", "/sim/odom"), Odometry, self._on_odom, queue_size=1, tcp_nodelay=True)
+        rospy.Subscriber(settings.joint_states_topic, JointState, self._on_joints, queue_size=1, tcp_nodelay=True)
+        rospy.Subscriber(settings.odom_topic, Odometry, self._on_odom, queue_size=1, tcp_nodelay=True)
         rospy.loginfo(f"{NODE}: {len(self.rig.specs)} cameras ({', '.join(self.rig.specs) or 'none'}), lidar "
                       f"{'on' if self.rig.lidar else 'off'}; waiting for ground truth")
 
     @staticmethod
-    def _description(params: dict) -> str:
-        """robot_description if set (the simulator's), else the URDF file `~urdf_file` (r1_description's)."""
+    def _description(urdf_file: str) -> str:
+        """robot_description if set (the simulator's), else the URDF file `urdf_file` (empty: r1_description's).
+
+        :raises r1_common.settings.ConfigError: the file cannot be read."""
         urdf = rospy.get_param("robot_description", None)
         if urdf:
             return urdf
-        path = params.get("urdf_file") or rospkg.RosPack().get_path("r1_description") + "/urdf/r1_v2_1_0.urdf"
+        path = urdf_file or rospkg.RosPack().get_path("r1_description") + "/urdf/r1_v2_1_0.urdf"
         rospy.loginfo(f"{NODE}: no robot_description set: using {path}")
-        with open(path) as f:
-            return f.read()
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError as e:
+            raise ConfigError("urdf_file", f"{path}: {e}") from e
 
     # -- input -------------------------------------------------------------------------------------
     def _bad(self, key: str, text: str) -> None:
@@ -292,6 +306,5 @@ class SensorsNode:
 
 
 def main() -> None:
-    rospy.init_node(NODE)
-    stop_within()   # gone within seconds of a SIGINT, whatever hangs
-    SensorsNode().spin()
+    """The node's process: a bad configuration ends it with one fatal line (r1_common.ros_io.run_node)."""
+    run_node(NODE, lambda: SensorsNode().spin())   # spin() returns when ROS shuts down

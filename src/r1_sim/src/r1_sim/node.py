@@ -1,0 +1,188 @@
+"""r1_sim_node: the simulated R1 behind its CAN buses (node `r1_sim`; the robot is r1_sim.robot).
+
+Serves one `r1sim` bus per bus of the robot's CAN layout, steps the physics at `physics_rate_hz`
+(r1_sim.sim_loop.PhysicsPacer), emits the board frames, and offers on `/sim` what only a simulator
+can: ground truth (/sim/joint_states, /sim/odom), fault injection (/sim/inject_fault) and the remote
+controller's sticks (/sim/remote).
+
+Parameters (private): the robot's CAN layout (r1_can.config.parse_config: HDAS/config/r1.yaml + a bus
+file) and r1_sim.sim_settings.SimSettings (docs/simulator.md). `robot_description` (global): the URDF.
+The bus namespace is the environment variable R1_SIM_NAMESPACE ("default" when unset).
+
+With /use_sim_time set (r1_sim.launch sets it) the node publishes the simulated clock on /clock, as
+Gazebo does: on a machine too busy for real time the physics runs slower than the wall clock and
+every node that keeps ROS time slows down with it.
+
+Diagnostics at 1 Hz of wall time (`r1_sim: physics`): the standard loop keys of r1_common.loop_stats
+with one tick per physics step on the wall clock (rate_hz = simulated steps per real second, compute
+= the wall time of one step; no latency), the real-time factor, the slips and the lockstep waits.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import List
+
+import rospy
+import rospy.impl.simtime
+import rospy.rostime
+from diagnostic_msgs.msg import DiagnosticStatus
+from hdas_msg.msg import controller_signal
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+
+import r1_can.config
+from r1_common.diagnostics import DiagnosticsPublisher, status
+from r1_common.ros_io import DirectPublisher, run_node
+from r1_common.settings import ConfigError
+from r1_sim.bus_server import SimBusServer
+from r1_sim.robot import SimRobot
+from r1_sim.sim_loop import PhysicsPacer, RequestQueue, by_bus
+from r1_sim.sim_settings import NODE, SimSettings
+from r1_sim.srv import InjectFault, InjectFaultResponse
+
+
+def odometry(robot: SimRobot, stamp: rospy.Time) -> Odometry:
+    """The base's true pose and twist (world frame `sim_world`)."""
+    (x, y, yaw), (vx, vy, wz) = robot.base_pose(), robot.base_twist()
+    msg = Odometry()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, "sim_world", "base_link"
+    msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
+    msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.angular.z = vx, vy, wz
+    return msg
+
+
+def clock_publisher() -> rospy.Publisher:
+    """/clock, published synchronously (r1_common.ros_io.DirectPublisher).
+
+    rospy's queued publisher hands each message to a thread per subscriber and yields once per
+    subscriber; at 200-500 Hz with every node subscribed that hand-off costs a starved machine more
+    wall time than the physics (~5 ms per /clock message). A node that stops reading (a debugger,
+    SIGSTOP) is skipped once its buffers are full instead of stopping the simulation.
+    """
+    return DirectPublisher("/clock", Clock, tcp_nodelay=True)
+
+
+def keep_own_clock() -> None:
+    """Stop reading /clock back: the simulator sets its own ROS time where it publishes it.
+
+    Under /use_sim_time rospy subscribes every node to /clock, this one included (its subscriber is
+    `rospy.impl.simtime._clock_sub`): 500 messages a second through a socket to itself for a time it
+    already knows (~7 % of a core at the stock rates).
+    """
+    sub = getattr(rospy.impl.simtime, "_clock_sub", None)
+    if sub is not None:
+        sub.unregister()
+
+
+class SimNode:
+    """The simulator's ROS side: its buses, topics and service around a SimRobot; `run()` is its loop."""
+
+    def __init__(self) -> None:
+        """:raises r1_common.settings.ConfigError: bad settings, a bad CAN layout, no robot_description."""
+        params = rospy.get_param("~")
+        self.settings = SimSettings.from_namespace(params)
+        try:
+            config = r1_can.config.parse_config(params)
+        except r1_can.config.ConfigError as e:
+            raise ConfigError("", f"the robot's CAN layout: {e}") from e
+        urdf = rospy.get_param("robot_description", None)
+        if not urdf:
+            raise ConfigError("robot_description", "not set: the simulator needs the robot's URDF")
+        self.robot = SimRobot(config, urdf, self.settings, time.monotonic())
+        self.namespace = os.environ.get("R1_SIM_NAMESPACE", "default")
+        self.server = SimBusServer(config.buses, namespace=os.environ.get("R1_SIM_NAMESPACE"))
+        rospy.loginfo("r1_sim: serving buses %s (namespace %s)", ", ".join(config.buses), self.namespace)
+        self.requests = RequestQueue()
+        rospy.Service("/sim/inject_fault", InjectFault, self._inject)
+        rospy.Subscriber("/sim/remote", controller_signal, self._on_remote, queue_size=1)
+        # ground truth at 100 Hz, written in the loop (as /clock): a queued publisher wakes a writer
+        # thread per message
+        self.joints_pub = DirectPublisher("/sim/joint_states", JointState)
+        self.odom_pub = DirectPublisher("/sim/odom", Odometry)
+        # On wall time catching up keeps the physics with the controllers' clock; on simulated time the
+        # controllers keep the physics' clock (SimSettings.max_lag_sim_time_s).
+        self.sim_clock = bool(rospy.get_param("/use_sim_time", False))
+        if self.sim_clock:
+            keep_own_clock()
+        self.clock_pub = clock_publisher() if self.sim_clock else None
+        self.epoch = time.time() - self.robot.time    # simulated time starts at the wall time of the start
+        now = time.monotonic()
+        lockstep = PhysicsPacer.lockstep_for(self.settings, {n: b.rate_hz for n, b in config.buses.items()},
+                                             self.sim_clock)
+        self.pacer = PhysicsPacer(self.robot, self.settings, self.sim_clock, now, lockstep)
+        self._last_report = [now, self.robot.time]
+        self._diagnostics = DiagnosticsPublisher(self.diagnostics, name="r1_sim")   # its thread publishes
+
+    def stamp(self) -> rospy.Time:
+        """ROS time now: the simulated clock on simulated time, else the wall clock."""
+        return rospy.Time.from_sec(self.epoch + self.robot.time) if self.sim_clock else rospy.Time.now()
+
+    def _inject(self, req) -> InjectFaultResponse:
+        ok, message, when = self.requests.inject_fault(req.joint, req.fault)
+        return InjectFaultResponse(ok, message, when if when is not None else rospy.Time())
+
+    def _on_remote(self, m: controller_signal) -> None:
+        self.requests.set_remote([m.left_x_axis, m.left_y_axis, m.right_x_axis, m.right_y_axis], m.mode)
+
+    def diagnostics(self) -> List[DiagnosticStatus]:
+        """`r1_sim: physics`: steps on the wall clock, the real-time factor since the last report."""
+        wall, sim_t = time.monotonic(), self.robot.time
+        last = self._last_report
+        factor = (sim_t - last[1]) / (wall - last[0]) if wall > last[0] else 0.0
+        last[:] = [wall, sim_t]
+        p = self.pacer
+        values = p.stats.values(wall, {"real_time_factor": f"{factor:.3f}", "target_hz": f"{1.0 / p.dt:g}",
+                                       "simulated_time_s": f"{sim_t:.3f}",
+                                       "clock": "simulated" if self.sim_clock else "wall", "lagged": p.lagged,
+                                       "lockstep_waits": p.lockstep_waits,
+                                       "bad_packets": sum(self.server.bad_packets.values()),
+                                       "last_bad_packet": self.server.last_error})
+        level = DiagnosticStatus.OK if factor > 0.0 else DiagnosticStatus.WARN
+        message = f"simulated time at {factor:.0%} of real time" + ("" if factor > 0.0 else ": physics not stepping")
+        return [status("r1_sim: physics", f"r1sim/{self.namespace}", level, message, values)]
+
+    def _on_frame(self, bus: str, arbitration_id: int, data: bytes):
+        self.pacer.heard(bus)
+        return self.robot.handle(bus, arbitration_id, data)
+
+    def run(self) -> None:
+        """Serve the buses and step the physics until ROS shuts down, then close the buses."""
+        robot, pacer, server = self.robot, self.pacer, self.server
+        while not rospy.is_shutdown():
+            server.poll(pacer.wait_time(time.monotonic()), self._on_frame)
+            now = time.monotonic()
+            done = pacer.advance(now)
+            for buses in done.let_go:
+                rospy.logwarn(f"r1_sim: no frames from the driver on {', '.join(buses)} for "
+                              f"{pacer.lockstep.timeout:g} s: simulated time runs on without waiting for it")
+            if done.slipped and not self.sim_clock:
+                rospy.logwarn_throttle(10.0, f"r1_sim: physics fell behind real time ({pacer.lagged} times)")
+            report = pacer.real_time_report(now)       # on simulated time slipping is normal: say how much
+            if report is not None:
+                factor, window = report
+                (rospy.loginfo if factor > 0.9 else rospy.logwarn)(
+                    f"r1_sim: simulated time ran at {factor:.0%} of real time over the last {window:.0f} s")
+            if self.clock_pub is not None and pacer.clock_due():
+                now_stamp = self.stamp()
+                rospy.rostime._set_rostime(now_stamp)    # this node's own ROS time (keep_own_clock)
+                self.clock_pub.publish(Clock(now_stamp))
+            for bus, frames in by_bus(robot.board_frames(now)).items():
+                server.broadcast_many(bus, frames)      # an IMU's frames in one packet
+            self.requests.serve(robot, self.stamp)
+            if pacer.truth_due(now):
+                t = self.stamp()
+                positions = robot.joint_positions()
+                joints = JointState(name=list(positions), position=list(positions.values()))
+                joints.header.stamp = t
+                self.joints_pub.publish(joints)
+                self.odom_pub.publish(odometry(robot, t))
+        server.close()
+
+
+def main() -> None:
+    """The node's process: a bad configuration ends it with one fatal line (r1_common.ros_io.run_node)."""
+    run_node(NODE, lambda: SimNode().run())      # run() returns when ROS shuts down
