@@ -1,26 +1,33 @@
-"""Render cost of the simulated sensors (`rosrun r1_sim benchmark_sensors`), ROS-free.
+"""Render cost of the simulated sensors (`rosrun r1_sim benchmark_sensors`) -> docs/benchmarks/sensors_sim.*
 
-For every camera at the default size (config/sensors.yaml) and at the vendor driver's size, and for
-the lidar at the default and the MID360's 20,000 points: the time to render (ray cast + shade) and
-to encode (JPEG, depth image, cloud bytes), as process CPU time (every thread, BLAS workers
-included; a busy shared machine inflates it far less than wall time), and wall time. The budget
-line multiplies each default cost by its rate: the share of
-one core the node needs when simulated time runs at real time and every topic has a subscriber.
+No ROS master needed: renders through r1_sim.sensor_rig (the node's own code) with the node's settings
+(config/sensors.yaml over the defaults), the scene (config/scene.yaml) and the simulator's start pose
+(config/sim.yaml); `main` finds them with rospkg. For every camera at its default size and at the
+vendor driver's size, and for the lidar at the default and the MID360's 20,000 points: the time to
+render (ray cast + shade) and to encode (JPEG, depth image, cloud bytes), as process CPU time (every
+thread, BLAS workers included; a busy shared machine inflates it far less than wall time), and wall
+time. The budget line multiplies each default cost by its rate: the share of one core the node needs
+when simulated time runs at real time and every topic has a subscriber.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
+import sys
 import time
 from dataclasses import replace
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, List, Mapping, Optional
 
 import numpy as np
+import yaml
 
 from r1_common.benchtools import StallProbe
 from r1_sim.encoding import cloud_data, depth_16uc1, depth_32fc1, jpeg
-from r1_sim.scene import Scene
-from r1_sim.sensor_rig import SensorConfig, SensorRig
+from r1_sim.scene import Scene, load_scene
+from r1_sim.sensor_rig import SensorConfig, SensorRig, parse_sensor_config
 
 VENDOR_CAMERA_FPS = 15.0   # r1_sdk_facts.md §6: ZED and RealSense at 15 fps (chassis cameras assumed alike)
 VENDOR_LIDAR_HZ = 10.0
@@ -83,15 +90,9 @@ def run(urdf_xml: str, scene: Scene, config: SensorConfig, joints: Mapping[str, 
                      "encode_cpu_ms": _ms(e_cpu), "encode_wall_ms": _ms(e_wall)})
     probe.running = False
     elapsed = time.perf_counter() - t_start
+
     def share(size: str, only_enabled: bool) -> float:
-        total = 0.0
-        for r in rows:
-            if r["size"] != size:
-                continue
-            on = config.lidar.enabled if r["sensor"] == "lidar" else config.cameras[r["sensor"]].enabled
-            if on or not only_enabled:
-                total += r["rate_hz"] * (r["render_cpu_ms"] + r["encode_cpu_ms"]) / 1e3
-        return round(total, 3)
+        return core_share(rows, config, size, only_enabled)
     return {"date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                         "stalled_fraction": round(probe.stalled / elapsed, 3),
@@ -104,7 +105,22 @@ def run(urdf_xml: str, scene: Scene, config: SensorConfig, joints: Mapping[str, 
                            "vendor_sizes_vendor_rates_all": share("vendor", False)}}
 
 
+def core_share(rows: List[dict], config: SensorConfig, size: str, only_enabled: bool) -> float:
+    """Share of one core the sensors of `size` ("default" or "vendor") need at their rates: the sum of
+    rate × CPU time per frame (render + encode) over `rows`, the sensors `config` disables left out
+    when `only_enabled`."""
+    total = 0.0
+    for r in rows:
+        if r["size"] != size:
+            continue
+        on = config.lidar.enabled if r["sensor"] == "lidar" else config.cameras[r["sensor"]].enabled
+        if on or not only_enabled:
+            total += r["rate_hz"] * (r["render_cpu_ms"] + r["encode_cpu_ms"]) / 1e3
+    return round(total, 3)
+
+
 def markdown(result: dict) -> str:
+    """The result of `run` as the Markdown page docs/benchmarks/sensors_sim.md."""
     m = result["machine"]
     lines = [f"# Simulated sensors: render cost ({result['date']}, {result['elapsed_s']} s)", "",
              f"Machine: {m['cpus']} CPUs, {m['platform']}, Python {m['python']}. A sleeping probe found it stalled "
@@ -132,3 +148,35 @@ def markdown(result: dict) -> str:
               f"{c['vendor_sizes_vendor_rates_all']} "
               "(a CPU ray caster is not a substitute for a GPU renderer at those sizes)", ""]
     return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """`benchmark_sensors [--out DIR] [--repeats N] [--vendor-repeats N] [--config FILE]`: measure, write
+    <out>/sensors_sim.{json,md} (default out: <workspace>/docs/benchmarks, R1_WS or the source tree's),
+    print the page. Exit status 0."""
+    import rospkg
+
+    p = argparse.ArgumentParser(description="Render cost of the simulated cameras and lidar -> "
+                                            "docs/benchmarks/sensors_sim.{json,md}")
+    p.add_argument("--out", default=None, help="output directory (default: <workspace>/docs/benchmarks)")
+    p.add_argument("--repeats", type=int, default=9, help="renders per sensor at the default size")
+    p.add_argument("--vendor-repeats", type=int, default=2, help="renders per sensor at the vendor's size")
+    p.add_argument("--config", default=None, help="sensors YAML (default: r1_sim/config/sensors.yaml)")
+    args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    rp = rospkg.RosPack()
+    share = Path(rp.get_path("r1_sim"))
+    out_dir = Path(args.out) if args.out else Path(os.environ.get("R1_WS", share.parents[1])) / "docs/benchmarks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = parse_sensor_config(yaml.safe_load(Path(args.config or share / "config/sensors.yaml").read_text()) or {})
+    joints = yaml.safe_load((share / "config/sim.yaml").read_text()).get("start_pose", {})
+    urdf = (Path(rp.get_path("r1_description")) / "urdf/r1_v2_1_0.urdf").read_text()
+    result = run(urdf, load_scene(share / "config/scene.yaml"), config, joints, args.repeats, args.vendor_repeats)
+    (out_dir / "sensors_sim.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out_dir / "sensors_sim.md").write_text(markdown(result))
+    print(markdown(result))
+    print(f"written: {out_dir}/sensors_sim.json, sensors_sim.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
