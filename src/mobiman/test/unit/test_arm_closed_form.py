@@ -32,24 +32,24 @@ def test_sub_problems_invert_random_rotations():
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_the_source_posture_is_among_the_closed_form_ones(r1_urdf, side):
     ik = ArmIK(r1_urdf, side)
-    arm = ClosedFormArm.from_model(ik.model, ik._ee, ik._wrist_in_j5)
+    arm = ClosedFormArm.from_model(ik.model, ik.arm.ee, ik.arm.wrist_in_j5)
     assert arm is not None, "the R1 arm is of the closed-form kind"
     rng = np.random.default_rng(1)
     for q in rng.uniform(ik.lower, ik.upper, size=(200, 6)):
         pin.framesForwardKinematics(ik.model, ik.data, q)
-        target = ik.data.oMf[ik._ee].copy()
+        target = ik.data.oMf[ik.arm.ee].copy()
         postures = arm.postures(target)
         assert 1 <= len(postures) <= 8
         assert all(np.all(p >= ik.lower) and np.all(p <= ik.upper) for p in postures)
         nearest = min(postures, key=lambda p: np.max(np.abs(p - q)))
         assert np.max(np.abs(nearest - q)) < 0.05       # approximate: the wrist axes miss each other by 0.5 mm
         pin.framesForwardKinematics(ik.model, ik.data, nearest)
-        assert np.linalg.norm(ik.data.oMf[ik._ee].translation - target.translation) < 1e-4
+        assert np.linalg.norm(ik.data.oMf[ik.arm.ee].translation - target.translation) < 1e-4
 
 
 def test_a_wrist_whose_axes_miss_each_other_is_refused(r1_urdf):
     ik = ArmIK(r1_urdf, "left")
-    assert ClosedFormArm.from_model(ik.model, ik._ee, ik._wrist_in_j5 + np.array([0.0, 0.0, 0.01])) is None
+    assert ClosedFormArm.from_model(ik.model, ik.arm.ee, ik.arm.wrist_in_j5 + np.array([0.0, 0.0, 0.01])) is None
 
 
 def test_cold_solves_take_the_closed_form_path(r1_urdf):
@@ -60,7 +60,7 @@ def test_cold_solves_take_the_closed_form_path(r1_urdf):
     rng = np.random.default_rng(2)
     solved = 0
     for q in rng.uniform(ik.lower, ik.upper, size=(60, 6)):
-        if ik.min_distance(q, 0.0) <= 0.0:
+        if ik.min_distance(q) <= 0.0:
             continue
         r = ik.solve_cold(ik.fk(q))
         assert r.reached

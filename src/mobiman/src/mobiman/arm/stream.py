@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 import pinocchio as pin
 
+from r1_common.settings import Settings, setting
 from r1_common.validation import (
     FEEDBACK_MARGIN,
     InputError,
@@ -113,50 +114,37 @@ def format_pose(pose: pin.SE3) -> str:
 
 
 # -- configuration -------------------------------------------------------------------------
-def _vector(params: Mapping[str, Any], key: str, default: Sequence[float] | None, positive: bool) -> np.ndarray | None:
-    raw = params.get(key, default)
-    if raw is None:
-        return None
-    try:
-        v = np.asarray([float(x) for x in raw], dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be a list of {N_JOINTS} numbers, got {raw!r}") from None
-    if v.shape != (N_JOINTS,) or not np.all(np.isfinite(v)) or (positive and not np.all(v > 0)):
-        raise ValueError(f"{key} must be {N_JOINTS} finite{' positive' if positive else ''} numbers, got {raw!r}")
-    return v
+Joints6 = Tuple[float, float, float, float, float, float]
 
 
 @dataclass(frozen=True)
-class StreamConfig:
-    """The node's own parameters (top level of config/relaxed_ik.yaml, not `solver:`)."""
+class StreamConfig(Settings):
+    """The stream's parameters (top level of the arm pose node's private parameters; the node adds
+    its own, `mobiman.nodes.arm_ik.ArmIkSettings`)."""
 
-    speed_limits: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_SPEED_LIMITS))
-    target_timeout: float = 0.5       # [s] a stream older than this (ROS and wall time) is stale
-    ready_pose: bool = False          # at the first feedback, send ready_joints to the tracker first
-    ready_joints: np.ndarray | None = None
-    ready_tolerance: float = 0.05     # [rad] the arm is at the ready pose within this, every joint
-    ready_timeout: float = 60.0       # [s, ROS time] then poses are accepted anyway (with a warning)
-    settle_step: float = 1e-3         # [rad] a solve moving no joint more than this has settled
+    speed_limits: Joints6 = setting(DEFAULT_SPEED_LIMITS, "rad/s per joint (> 0), sent with every joint target "
+                                    "(the tracker caps them at 3, 3, 3, 5, 5, 5)", low=0.0)
+    target_timeout: float = setting(0.5, "s (> 0); a stream without a target for this long, in ROS time and in "
+                                    "wall time, is paused", low=0.0)
+    ready_pose: bool = setting(False, "at start, send `ready_joints` to the tracker and accept poses only once "
+                               "the arm is there (the launch files' argument)")
+    ready_joints: Optional[Joints6] = setting(None, "rad; the ready pose (the launch files' argument; needed with "
+                                              "`ready_pose`), clipped to the joint limits")
+    ready_tolerance: float = setting(0.05, "rad (> 0); the ready pose is reached when every joint is this close",
+                                     low=0.0)
+    ready_timeout: float = setting(60.0, "s, ROS time (> 0); then poses are accepted anyway, with a warning (is "
+                                   "the tracker running?)", low=0.0)
+    settle_step: float = setting(1e-3, "rad (> 0); a solve that moves no joint more than this, short of the "
+                                 "target and not step-limited, means out of reach", low=0.0)
 
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> "StreamConfig":
-        """From the node's private params; ValueError with the offending key on bad values."""
-        def positive(key: str, default: float) -> float:
-            v = float(params.get(key, default))
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{key} must be a positive number, got {params.get(key)!r}")
-            return v
-
-        ready = params.get("ready_pose", False)
-        if not isinstance(ready, bool):
-            raise ValueError(f"ready_pose must be true or false, got {ready!r}")
-        ready_joints = _vector(params, "ready_joints", None, positive=False)
-        if ready and ready_joints is None:
+    def __post_init__(self) -> None:
+        for key in ("target_timeout", "ready_tolerance", "ready_timeout", "settle_step"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"{key} must be > 0, not {getattr(self, key)!r}")
+        if not all(v > 0 for v in self.speed_limits):
+            raise ValueError(f"speed_limits must be > 0, not {list(self.speed_limits)!r}")
+        if self.ready_pose and self.ready_joints is None:
             raise ValueError("ready_pose is true but ready_joints is not set (6 joint values)")
-        return cls(speed_limits=_vector(params, "speed_limits", DEFAULT_SPEED_LIMITS, positive=True),
-                   target_timeout=positive("target_timeout", 0.5), ready_pose=ready, ready_joints=ready_joints,
-                   ready_tolerance=positive("ready_tolerance", 0.05), ready_timeout=positive("ready_timeout", 60.0),
-                   settle_step=positive("settle_step", 1e-3))
 
 
 # -- the stream ----------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, List, Optional
 
 import numpy as np
 import pinocchio as pin
@@ -24,6 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from tf2_msgs.msg import TFMessage
 
+from mobiman.arm.config import IkConfig
 from mobiman.arm.stream import (
     READY_PENDING,
     TF_MAX_AGE,
@@ -38,11 +40,38 @@ from mobiman.arm.stream import (
 )
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
-from r1_common.ros_io import QuietPublisher, WallTimer, stop_within
+from r1_common.ros_io import QuietPublisher, WallTimer, run_node
+from r1_common.settings import ConfigError, setting
 from r1_common.throttle import Throttle
 from r1_common.validation import InputError, data_time, transform
 
 SIDES = ("left", "right")
+
+
+@dataclass(frozen=True)
+class ArmIkSettings(StreamConfig):
+    """The arm pose node's private parameters: the stream's (`StreamConfig`), the solver's section and
+    the node's own. A topic left unset is the side's default named in its meaning."""
+
+    side: str = setting("", "`left` or `right`: the arm (set by the launch files)", choices=SIDES)
+    solver: IkConfig = setting(IkConfig(), "the solver's section (`mobiman.arm.config.IkConfig`, below)")
+    base_frame: str = setting("torso_link4", "the frame of targets with an empty `frame_id` and of the solver")
+    tf_wait_s: float = setting(1.0, "s, ROS time; the first target in another frame starts the node's `/tf` "
+                               "listener and waits up to this long for the transform", low=0.0)
+    robot_description_param: str = setting("robot_description", "the parameter that holds the URDF")
+    pose_topics: Optional[List[str]] = setting(None, "pose targets in; unset: `/motion_target/target_pose_arm_{side}` "
+                                               "and `/motion_target/pose_target_arm_{side}`")
+    feedback_topic: Optional[str] = setting(None, "the arm's joints in; unset: `/hdas/feedback_arm_{side}`")
+    other_feedback_topic: Optional[str] = setting(None, "the other arm's joints in; unset: "
+                                                  "`/hdas/feedback_arm_{other side}`")
+    joint_target_topic: Optional[str] = setting(None, "joint targets out; unset: "
+                                                "`/motion_target/target_joint_state_arm_{side}`")
+    error_topic: Optional[str] = setting(None, "the solve's residual out; unset: `/motion_target/ik_error_arm_{side}`")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.side not in SIDES:
+            raise ValueError(f"side must be left or right, not {self.side!r} (the launch files set it)")
 
 
 class CheckedTransformListener:
@@ -82,33 +111,27 @@ class ArmIkNode:
         (`mobiman.nodes.controller_host`); by default the process's own node."""
         self.name = name or rospy.get_name()
         self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~") if params is None else params
-        side = str(p.get("side", ""))
-        if side not in SIDES:
-            raise SystemExit(f"{self.name}: param ~side must be left or right, not {side!r}")
+        cfg = ArmIkSettings.from_params(rospy.get_param("~") if params is None else params, where=self.name)
+        side = self.side = cfg.side
         other = "right" if side == "left" else "left"
-        self.side = side
-        try:
-            stream_cfg = StreamConfig.from_params(p)
-        except ValueError as e:
-            raise SystemExit(f"{self.name}: {e}") from None
-        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
+        urdf = rospy.get_param(cfg.robot_description_param, "")
         if not urdf:
-            raise SystemExit(f"{self.name}: no robot_description on the parameter server")
-        from mobiman.arm.ik import ArmIK, IkConfig  # the solver core (pinocchio)
+            raise ConfigError(f"{self.name}/robot_description_param",
+                              f"no URDF on the parameter server at {cfg.robot_description_param!r}")
+        from mobiman.arm.ik import ArmIK  # the solver core (pinocchio)
         t0 = time.monotonic()
         try:
-            ik = ArmIK(urdf, side=side, config=IkConfig.from_dict(p.get("solver") or {}))
+            ik = ArmIK(urdf, side=side, config=cfg.solver)
         except (KeyError, TypeError, ValueError) as e:
-            raise SystemExit(f"{self.name}: the solver config or the URDF does not fit: "
-                             f"{e.__class__.__name__}: {e}") from None
+            raise ConfigError(f"{self.name}/robot_description_param",
+                              f"the URDF does not fit the solver: {e.__class__.__name__}: {e}") from None
         if time.monotonic() - t0 > 5.0:
             rospy.logwarn(f"{self.name}: the IK solver took {time.monotonic() - t0:.0f} s to start: numba compiled "
                           f"its passes (no cache for this build; scripts/setup compiles them once)")
         self.joint_names = list(ik.joint_names)
-        self.core = ArmPoseStream(ik, stream_cfg)
-        self.speed_limits = [float(v) for v in stream_cfg.speed_limits]
-        self.base_frame = str(p.get("base_frame", "torso_link4")).lstrip("/")
+        self.core = ArmPoseStream(ik, cfg)
+        self.speed_limits = [float(v) for v in cfg.speed_limits]
+        self.base_frame = cfg.base_frame.lstrip("/")
         self.lock = threading.Lock()
         self.tf_buffer = tf2_ros.Buffer(rospy.Duration(10.0))
         # started by the first target in another frame (_lookup): /tf reaches every subscriber at
@@ -116,23 +139,23 @@ class ArmIkNode:
         # node that only gets targets in its base frame, as in the guide, need not pay for it
         self.tf_listener: CheckedTransformListener | None = None
         self.tf_start_lock = threading.Lock()
-        self.tf_wait = float(p.get("tf_wait_s", 1.0))
-        self.out = QuietPublisher(p.get("joint_target_topic", f"/motion_target/target_joint_state_arm_{side}"),
-                                   JointState, queue_size=1, tcp_nodelay=True)
-        self.err_pub = QuietPublisher(p.get("error_topic", f"/motion_target/ik_error_arm_{side}"),
-                                       Float64MultiArray, queue_size=1)
+        self.tf_wait = cfg.tf_wait_s
+        self.out = QuietPublisher(cfg.joint_target_topic or f"/motion_target/target_joint_state_arm_{side}",
+                                  JointState, queue_size=1, tcp_nodelay=True)
+        self.err_pub = QuietPublisher(cfg.error_topic or f"/motion_target/ik_error_arm_{side}",
+                                      Float64MultiArray, queue_size=1)
         # one tick per joint target published for a pose: rate (ROS time), compute = the solve,
         # latency = the pose's stamp (its arrival when unstamped) -> the joint target's publish
         self.stats = LoopStats()
         self.normalized = 0        # targets whose quaternion was normalised (counted as clamped)
         self.nan_out = 0           # non-finite solutions not published
-        pose_topics = p.get("pose_topics", [f"/motion_target/target_pose_arm_{side}",
-                                            f"/motion_target/pose_target_arm_{side}"])
+        pose_topics = cfg.pose_topics or [f"/motion_target/target_pose_arm_{side}",
+                                          f"/motion_target/pose_target_arm_{side}"]
         for topic in pose_topics:
             rospy.Subscriber(topic, PoseStamped, self._on_pose, queue_size=1, tcp_nodelay=True)
-        rospy.Subscriber(p.get("feedback_topic", f"/hdas/feedback_arm_{side}"), JointState, self._on_feedback,
+        rospy.Subscriber(cfg.feedback_topic or f"/hdas/feedback_arm_{side}", JointState, self._on_feedback,
                          queue_size=1, tcp_nodelay=True)
-        rospy.Subscriber(p.get("other_feedback_topic", f"/hdas/feedback_arm_{other}"), JointState,
+        rospy.Subscriber(cfg.other_feedback_topic or f"/hdas/feedback_arm_{other}", JointState,
                          self._on_other_feedback, queue_size=1)
         WallTimer(0.05, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
@@ -140,8 +163,8 @@ class ArmIkNode:
             rospy.logwarn(f"{self.name}: ready_joints clipped to the joint limits: {self.core.ready_joints.tolist()}")
         rospy.loginfo(f"{self.name}: {side} arm, poses on {', '.join(pose_topics)} ({self.base_frame} when "
                       f"frame_id is empty) -> {self.out.resolved_name}; speed limits {self.speed_limits}; "
-                      f"target_timeout {stream_cfg.target_timeout} s; ready pose "
-                      f"{'on' if stream_cfg.ready_pose else 'off'}; waiting for feedback")
+                      f"target_timeout {cfg.target_timeout} s; ready pose "
+                      f"{'on' if cfg.ready_pose else 'off'}; waiting for feedback")
 
     # -- inputs ------------------------------------------------------------------------------
     def _on_feedback(self, msg: JointState) -> None:
@@ -286,7 +309,4 @@ class ArmIkNode:
 
 
 def main() -> None:
-    rospy.init_node("r1_arm_relaxed_ik")
-    stop_within()   # gone within seconds of a SIGINT, whatever hangs
-    ArmIkNode()
-    rospy.spin()
+    run_node("r1_arm_relaxed_ik", ArmIkNode)
