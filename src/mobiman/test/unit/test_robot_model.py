@@ -6,7 +6,8 @@ import pinocchio as pin
 import pytest
 from scipy.spatial.transform import Rotation
 
-from mobiman.model.robot_model import RobotModel
+from mobiman.model.robot_model import RobotModel, load_group_config
+from r1_common.settings import ConfigError
 
 ARM = {"left": "left_arm", "right": "right_arm"}
 
@@ -179,3 +180,18 @@ def test_floating_urdf_agrees_with_full_urdf(r1: RobotModel, floating: RobotMode
             flo = floating.pose(f"{side}_gripper_link", floating.configuration(arms))
             assert np.allclose(full.homogeneous, flo.homogeneous, atol=1e-9)
 
+
+@pytest.mark.parametrize("text, why", [
+    (None, "cannot read"),
+    ("joint_groups: [a, b", "cannot read"),
+    ("- just a list", "joint_groups"),
+    ("joint_groups: {arm: [j1, 2]}", "joint_groups"),
+    ("joint_groups: {arm: [j1]}\nframes: {base: [base_link]}", "frames"),
+])
+def test_a_joint_group_table_that_cannot_be_used_names_the_parameter(tmp_path, text, why) -> None:
+    path = tmp_path / "groups.yaml"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ConfigError, match=why) as e:
+        load_group_config(path, key="/node/joint_groups_file")
+    assert e.value.key == "/node/joint_groups_file" and str(path) in str(e.value)

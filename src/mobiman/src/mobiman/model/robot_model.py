@@ -17,6 +17,8 @@ import numpy as np
 import pinocchio as pin
 import yaml
 
+from r1_common.settings import ConfigError
+
 
 @dataclass(frozen=True)
 class JointLimits:
@@ -48,10 +50,22 @@ class GroupIndex:
     v_slice: slice | None = None
 
 
-def load_group_config(path: str | Path) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """Read `joint_groups` and `frames` from a YAML file like config/r1_joint_groups.yaml."""
-    data = yaml.safe_load(Path(path).read_text())
-    return dict(data["joint_groups"]), dict(data.get("frames", {}))
+def load_group_config(path: str | Path, key: str = "joint_groups_file") -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Read `joint_groups` (group -> joint names) and `frames` (role -> frame name) from a YAML file like
+    config/r1_joint_groups.yaml. Raises ConfigError naming `key`, the parameter that gave the path, when
+    the file cannot be read or parsed or its tables are not maps of names."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(key, f"cannot read {path}: {e}") from None
+    groups = data.get("joint_groups") if isinstance(data, dict) else None
+    frames = data.get("frames", {}) if isinstance(data, dict) else None
+    if not isinstance(groups, dict) or not all(isinstance(v, list) and all(isinstance(j, str) for j in v)
+                                               for v in groups.values()):
+        raise ConfigError(key, f"{path}: `joint_groups` must map each group to a list of joint names")
+    if not isinstance(frames, dict) or not all(isinstance(v, str) for v in frames.values()):
+        raise ConfigError(key, f"{path}: `frames` must map each role to a frame name")
+    return dict(groups), dict(frames)
 
 
 class RobotModel:

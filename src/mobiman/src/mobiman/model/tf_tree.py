@@ -1,8 +1,7 @@
 """The robot's TF tree from the URDF and joint positions, ROS-free: robot_state_publisher's job.
 
 The pose estimator publishes it from the joint state it merges and checks itself, instead of ROS's
-robot_state_publisher (C++), which reads /joint_states, a topic anyone may publish on: one message
-stamped 4294967295.999999999, a legal ROS time, aborted it ("Time is out of dual 32-bit range").
+robot_state_publisher, which reads /joint_states, a topic anyone may publish on (docs/safety.md).
 
 `TfTree(urdf)` reads every joint's parent and child links, origin and axis. `fixed()` gives the
 transforms of the fixed joints (published once, latched, on /tf_static); `moving(positions)` those of
@@ -48,7 +47,10 @@ def _multiply(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float,
 
 
 class TfTree:
-    """Every joint of a URDF as a transform between its parent and child links."""
+    """Every joint of a URDF as a transform between its parent and child links.
+
+    Raises xml.etree.ElementTree.ParseError on XML it cannot parse, ValueError on a moving joint with a
+    zero axis."""
 
     def __init__(self, urdf_xml: str):
         joints = []
@@ -73,6 +75,7 @@ class TfTree:
         self._rotations = {j.name: Rotation.from_quat(j.quat).as_matrix() for j in self.moving_joints}
 
     def fixed(self) -> list[Transform]:
+        """The fixed joints' transforms."""
         return [(j.parent, j.child, j.xyz, j.quat) for j in self.joints if j.kind == "fixed"]
 
     def moving(self, positions: Mapping[str, float]) -> list[Transform]:
