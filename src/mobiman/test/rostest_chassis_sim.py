@@ -21,7 +21,7 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from mobiman.chassis.swerve import SwerveKinematics
+from mobiman.chassis.swerve import SwerveKinematics, SwerveParams
 from r1_common.ros_testing import Diagnostics, Latest, Recorder
 from r1_sim.robot import REMOTE_OFF
 
@@ -80,7 +80,7 @@ class ChassisSimTest(unittest.TestCase):
         cls.truth.wait(300)
         cls.feedback.wait(300)
         cls.odom.wait(300)
-        cls.kin = SwerveKinematics(R1_XY, 2.1)
+        cls.kin = SwerveKinematics(R1_XY, SwerveParams(max_wheel_speed=2.1))
 
     # -- helpers -----------------------------------------------------------------------------
     def drive(self, t: Twist, sim_seconds: float, rate_hz: float = 50.0, wall_timeout: float = 300.0):

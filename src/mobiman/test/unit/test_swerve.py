@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mobiman.chassis.control import ChassisController, ChassisInputError, ChassisLimits, module_positions
-from mobiman.chassis.swerve import Odometry2D, SwerveKinematics, limit_twist, wrap_pi
+from mobiman.chassis.swerve import Odometry2D, SwerveKinematics, SwerveParams, limit_twist, wrap_pi
 from r1_common.validation import InputError
 
 R1_XY = np.array([[0.21516, 0.28], [0.21516, -0.28], [-0.28084, 0.0]])
@@ -16,7 +16,7 @@ HALF_PI = math.pi / 2
 
 @pytest.fixture
 def kin() -> SwerveKinematics:
-    return SwerveKinematics(R1_XY, max_wheel_speed=2.1)
+    return SwerveKinematics(R1_XY, SwerveParams(max_wheel_speed=2.1))
 
 
 def test_module_positions_come_from_the_urdf(r1_urdf):
@@ -26,7 +26,7 @@ def test_module_positions_come_from_the_urdf(r1_urdf):
 
 def test_inverse_then_forward_round_trips():
     # no clamping at the steering limits (max_clamp_error 0): every module points exactly
-    kin = SwerveKinematics(R1_XY, max_wheel_speed=2.1, max_clamp_error=0.0)
+    kin = SwerveKinematics(R1_XY, SwerveParams(max_wheel_speed=2.1, max_clamp_error=0.0))
     rng = np.random.default_rng(1)
     for _ in range(500):
         twist = rng.uniform([-1.5, -1.5, -3.0], [1.5, 1.5, 3.0])
@@ -119,7 +119,8 @@ def test_alignment_scaling_drives_only_what_points_right(kin):
     share = (math.cos(mid) - math.cos(e0)) / (math.cos(e1) - math.cos(e0))
     np.testing.assert_allclose(cmd.speeds, [0.5, 0.5 * share, 0.0], atol=1e-12)
     # e1 = 0, e0 = pi/2 is plain cosine scaling
-    cosine = SwerveKinematics(R1_XY, max_wheel_speed=2.1, align_tolerance=HALF_PI, align_deadband=0.0)
+    cosine = SwerveKinematics(R1_XY, SwerveParams(max_wheel_speed=2.1, align_tolerance=HALF_PI,
+                                                  align_deadband=0.0))
     cmd = cosine.inverse((0.5, 0.0, 0.0), np.zeros(3), measured_angles=np.array([0.0, math.pi / 3, HALF_PI]))
     np.testing.assert_allclose(cmd.speeds, [0.5, 0.25, 0.0], atol=1e-12)
 
@@ -177,7 +178,7 @@ def test_odometry_integrates_arcs_exactly():
 # -- the controller -------------------------------------------------------------------------------
 
 def controller(timeout: float = 0.2) -> ChassisController:
-    return ChassisController(SwerveKinematics(R1_XY, 2.1), ChassisLimits(), timeout)
+    return ChassisController(SwerveKinematics(R1_XY, SwerveParams(max_wheel_speed=2.1)), ChassisLimits(), timeout)
 
 
 def run(c: ChassisController, t0: float, seconds: float, dt: float = 0.02, measured=None) -> tuple[float, list]:
@@ -226,7 +227,7 @@ def test_an_acceleration_limit_near_zero_is_raised_so_a_stop_still_comes():
     notes = c.set_acceleration_limit((1e-9, 0.5, 1e-300))
     assert c.acc == (0.3, 0.5, 0.3) and len(notes) == 2 and "raised to 0.300" in notes[0]
     with pytest.raises(ValueError, match="acc_min"):
-        ChassisLimits.from_dict({"acc_min": [3.0, 0.3, 0.3]})
+        ChassisLimits.from_params({"acc_min": [3.0, 0.3, 0.3]})
 
 
 @pytest.mark.parametrize("position, velocity, field", [

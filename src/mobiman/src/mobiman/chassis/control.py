@@ -14,6 +14,7 @@ import numpy as np
 
 from mobiman.chassis.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
 from mobiman.model.robot_model import RobotModel
+from r1_common.settings import Settings, setting
 from r1_common.validation import FEEDBACK_MARGIN, InputError, finite_vector, plausible_positions
 
 
@@ -31,29 +32,32 @@ class ChassisInputError(ValueError):
 
 
 @dataclass(frozen=True)
-class ChassisLimits:
-    """Speed caps (the guide's ±1.5 m/s, ±1.5 m/s, ±3 rad/s), acceleration defaults, maxima and minima.
+class ChassisLimits(Settings):
+    """Speed caps of the target, the twist's acceleration limits: (x [m/s or m/s²], y, yaw [rad/s or rad/s²]).
 
-    The minima bound how gently a stopped stream may stop the base: an acceleration limit set on
-    /motion_target/chassis_acc_limit is raised to them (a limit near zero would never stop it)."""
+    Raises ValueError on construction unless every value is positive and acc_min <= acc_default <= acc_max
+    on every axis."""
 
-    max_speed: Twist2D = (1.5, 1.5, 3.0)
-    acc_default: Twist2D = (2.5, 1.0, 1.0)
-    acc_max: Twist2D = (2.5, 1.0, 1.0)
-    acc_min: Twist2D = (0.3, 0.3, 0.3)
+    max_speed: Twist2D = setting(
+        (1.5, 1.5, 3.0), "m/s, m/s, rad/s; > 0; caps of the target (the guide's): a larger target is capped "
+        "and logged")
+    acc_default: Twist2D = setting(
+        (2.5, 1.0, 1.0), "m/s², m/s², rad/s²; > 0; the acceleration limits of the chassis twist at start-up")
+    acc_max: Twist2D = setting(
+        (2.5, 1.0, 1.0), "m/s², m/s², rad/s²; the most a /motion_target/chassis_acc_limit message may set "
+        "(higher values are capped)")
+    acc_min: Twist2D = setting(
+        (0.3, 0.3, 0.3), "m/s², m/s², rad/s²; > 0; the least a chassis_acc_limit message may set (lower "
+        "positive values are raised): how gently a stopped command stream may stop the base at most (1.5 m/s "
+        "at 0.3 m/s² stops in 5 s)")
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "ChassisLimits":
-        def three(key: str, default: Twist2D) -> Twist2D:
-            v = tuple(float(x) for x in d.get(key, default))
+    def __post_init__(self) -> None:
+        for name in ("max_speed", "acc_default", "acc_max", "acc_min"):
+            v = getattr(self, name)
             if len(v) != 3 or not all(math.isfinite(x) and x > 0 for x in v):
-                raise ValueError(f"{key} must be three positive numbers (x, y, yaw), got {v}")
-            return v  # type: ignore[return-value]
-        limits = cls(three("max_speed", cls.max_speed), three("acc_default", cls.acc_default),
-                     three("acc_max", cls.acc_max), three("acc_min", cls.acc_min))
-        if any(not lo <= a <= m for lo, a, m in zip(limits.acc_min, limits.acc_default, limits.acc_max)):
+                raise ValueError(f"{name} must be three positive numbers (x, y, yaw), got {tuple(v)}")
+        if any(not lo <= a <= m for lo, a, m in zip(self.acc_min, self.acc_default, self.acc_max)):
             raise ValueError("acc_min <= acc_default <= acc_max must hold on every axis")
-        return limits
 
 
 def _finite3(values: Twist2D, what: str) -> np.ndarray:
@@ -66,13 +70,14 @@ def _finite3(values: Twist2D, what: str) -> np.ndarray:
 class ChassisController:
     """Twist target → acceleration-limited twist → module angles and wheel speeds.
 
-    Time is the caller's clock (ROS time in the node); `step` is called at the control rate
-    with the latest measured steering angles.
+    Time is the caller's clock [s] (ROS time in the node); `step` is called at the control rate
+    with the latest measured steering angles. A target older than `command_timeout` [s] becomes
+    zero; a twist slower than `stopped_speed` (m/s and rad/s on every axis) counts as stopped.
     """
 
     AXES = ("linear.x", "linear.y", "angular.z")
 
-    def __init__(self, kinematics: SwerveKinematics, limits: ChassisLimits, command_timeout: float = 0.2,
+    def __init__(self, kinematics: SwerveKinematics, limits: ChassisLimits, command_timeout: float,
                  stopped_speed: float = 1e-3):
         self.kin = kinematics
         self.limits = limits

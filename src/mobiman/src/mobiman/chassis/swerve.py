@@ -18,6 +18,8 @@ from typing import Tuple
 
 import numpy as np
 
+from r1_common.settings import Settings, setting
+
 Twist2D = Tuple[float, float, float]      # (vx [m/s], vy [m/s], wz [rad/s]) in base_link
 
 
@@ -35,30 +37,60 @@ class ModuleCommand:
     alignment: np.ndarray | None = None   # per module, the share of its speed its steering error allows
 
 
+@dataclass(frozen=True)
+class SwerveParams(Settings):
+    """The modules' limits and steering rules (`SwerveKinematics.inverse`, `optimize`).
+
+    Raises ValueError on construction unless max_wheel_speed > 0 and
+    0 <= align_deadband < align_tolerance <= π/2."""
+
+    max_wheel_speed: float = setting(
+        2.1, "m/s; > 0; the fastest wheel (the URDF's 30 rad/s × radius 0.07 m): a twist that needs more is "
+        "scaled down as a whole, its direction kept")
+    steer_limit: float = setting(math.pi / 2, "rad; the steering range ± (the URDF's ±1.5708)", low=0.0)
+    max_clamp_error: float = setting(
+        0.35, "rad; when the shorter turn (≤ 90°, wheel reversed) would point a module beyond its steering range, "
+        "it stops at the limit if the direction it misses is within this; beyond it, it turns the long way",
+        low=0.0, high=math.pi / 2)
+    align_tolerance: float = setting(
+        0.35, "rad; e0: a module whose steering error is e drives (cos e − cos e0)/(cos e1 − cos e0) of its "
+        "speed, nothing beyond e0 (plain cosine scaling, e0 = π/2, let a sideways start push the robot "
+        "forward); the twist waits for the modules likewise", low=0.0, high=math.pi / 2)
+    align_deadband: float = setting(
+        0.05, "rad; e1 (< e0): all of its speed below this error (the steering servo's own steady error)",
+        low=0.0, high=math.pi / 2)
+
+    def __post_init__(self) -> None:
+        if not self.max_wheel_speed > 0:
+            raise ValueError(f"max_wheel_speed must be positive, not {self.max_wheel_speed}")
+        if not 0.0 <= self.align_deadband < self.align_tolerance <= math.pi / 2:
+            raise ValueError("need 0 <= align_deadband < align_tolerance <= pi/2")
+
+
 class SwerveKinematics:
     """Inverse and forward kinematics of swerve modules at fixed positions in the base.
 
-    `module_xy` (n×2) are the steer axes in base_link (the URDF's steer joint origins).
+    `module_xy` (n×2, n ≥ 2) are the steer axes in base_link [m] (the URDF's steer joint origins);
+    `params` the limits and steering rules (None: the declared defaults). Raises ValueError on a
+    `module_xy` of another shape.
     """
 
-    def __init__(self, module_xy: np.ndarray, max_wheel_speed: float, steer_limit: float = math.pi / 2,
-                 max_clamp_error: float = 0.35, zero_speed: float = 1e-4, align_tolerance: float = 0.35,
-                 align_deadband: float = 0.05):
+    ZERO_SPEED = 1e-4        # [m/s] a module slower than this keeps its angle
+
+    def __init__(self, module_xy: np.ndarray, params: SwerveParams | None = None):
         xy = np.asarray(module_xy, dtype=float)
         if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] < 2:
             raise ValueError("module_xy must be n×2 with n ≥ 2")
-        if max_wheel_speed <= 0:
-            raise ValueError("max_wheel_speed must be positive")
+        params = params if params is not None else SwerveParams()
+        self.params = params
         self.module_xy = xy.copy()
         self.n = xy.shape[0]
-        self.max_wheel_speed = float(max_wheel_speed)
-        self.steer_limit = float(steer_limit)
-        self.max_clamp_error = float(max_clamp_error)
-        self.zero_speed = float(zero_speed)
-        if not 0.0 <= align_deadband < align_tolerance <= math.pi / 2:
-            raise ValueError("need 0 <= align_deadband < align_tolerance <= pi/2")
-        self.align_tolerance, self.align_deadband = float(align_tolerance), float(align_deadband)
-        self._cos_tolerance, self._cos_deadband = math.cos(align_tolerance), math.cos(align_deadband)
+        self.max_wheel_speed = params.max_wheel_speed
+        self.steer_limit = params.steer_limit
+        self.max_clamp_error = params.max_clamp_error
+        self.zero_speed = self.ZERO_SPEED
+        self.align_tolerance, self.align_deadband = params.align_tolerance, params.align_deadband
+        self._cos_tolerance, self._cos_deadband = math.cos(self.align_tolerance), math.cos(self.align_deadband)
         # module ground velocity u = G · (vx, vy, wz): rows (1, 0, −y_i) and (0, 1, x_i)
         G = np.zeros((2 * self.n, 3))
         G[0::2, 0] = 1.0
@@ -75,7 +107,10 @@ class SwerveKinematics:
 
     def inverse(self, twist: Twist2D, current_angles: np.ndarray,
                 measured_angles: np.ndarray | None = None) -> ModuleCommand:
-        """Module angles and wheel speeds for a base twist.
+        """Module angles [rad] and wheel speeds [m/s] for a base twist (m/s, m/s, rad/s).
+
+        `current_angles`: the angles last commanded; `measured_angles`: the modules' feedback (None: no
+        alignment scaling, `alignment` None in the result).
 
         1. per-module velocity from the rigid-body twist;
         2. desaturation: if a wheel would exceed `max_wheel_speed`, all wheels are scaled by
@@ -87,9 +122,8 @@ class SwerveKinematics:
         5. alignment scaling against `measured_angles` (if given): a module still turning
            drives (cos e − cos e₀)/(cos e₁ − cos e₀) of its speed for a steering error e between
            e₁ = `align_deadband` (all of it below: the steering's own small error costs nothing)
-           and e₀ = `align_tolerance` (nothing beyond). Plain cosine scaling (e₁ = 0, e₀ = π/2)
-           lets a module that turns 90° (a sideways start) push along where it points meanwhile:
-           the robot moved 3 cm forward for a sideways command at the steering's URDF speed.
+           and e₀ = `align_tolerance` (nothing beyond), so a module turning 90° (a sideways start)
+           does not push along where it points meanwhile (docs/chassis_control.md).
         """
         current = np.asarray(current_angles, dtype=float)
         u = self.module_velocities(twist)

@@ -6,19 +6,17 @@ motor_command_topic_name, breaking_topic_name) and its hard-coded topics
 (/motion_target/chassis_acc_limit, /motion_control/chassis_speed). Beyond the stock node:
 wheel odometry on /odom with the odom -> base_footprint transform (the URDF's root).
 
-Each chassis feedback message is one control tick (as in the joint tracker): the command
-goes out at HDAS's chassis rate (200 Hz on the R1) and only while feedback flows, and the
-driver, whose command watchdog runs on its own clock, never sees a gap that the control
-loop's clock did not also see. (A loop on a ROS timer was tried first: on simulated time
-running at a tenth of real time its 50 Hz became 5 Hz of wall time, and HDAS's 0.2 s
-command watchdog ramped the wheels down between commands.)
+Each chassis feedback message is one control tick: the command goes out at HDAS's chassis rate and
+only while feedback flows (docs/chassis_control.md says why not a timer). Its private parameters are
+`ChassisSettings`.
 """
 from __future__ import annotations
 
 import math
 import threading
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, List, Mapping, Optional
 
 import numpy as np
 import rospy
@@ -31,10 +29,12 @@ from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
 from mobiman.chassis.control import ChassisController, ChassisInputError, ChassisLimits, module_positions
-from mobiman.chassis.swerve import Odometry2D, SwerveKinematics
+from mobiman.chassis.swerve import Odometry2D, SwerveKinematics, SwerveParams
+from mobiman.nodes.robot_files import robot_description
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
-from r1_common.ros_io import DirectPublisher, WallTimer, stop_within
+from r1_common.ros_io import DirectPublisher, WallTimer, run_node
+from r1_common.settings import ConfigError, setting
 from r1_common.throttle import Throttle
 from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
 
@@ -42,33 +42,72 @@ NAME = "chassis_control_node"
 HOST_MODE = 5
 
 
+@dataclass(frozen=True)
+class ChassisSettings(SwerveParams, ChassisLimits):
+    """The private parameters of chassis_control_node: the limits (`ChassisLimits`), the kinematics
+    (`SwerveParams`), then these. Raises ValueError on construction as its bases do."""
+
+    command_timeout: float = setting(0.2, "s; no target for this long: decelerate to zero at the limits",
+                                     low=0.01)
+    feedback_timeout: float = setting(0.1, "s; no chassis feedback for this long (ROS and wall time): stop "
+                                      "commanding (HDAS ramps the wheels to zero)", low=0.01)
+    rc_gating: bool = setting(True, "in a remote mode other than 5 (host in control) only the remote-control "
+                              "manager's targets pass, as the robot's receiver vetoes host commands")
+    rc_manager_node: str = setting("/r1_control_manager", "the node whose targets pass while the remote vetoes")
+    rc_timeout: float = setting(0.5, "s; an older /controller message: the remote is reported silent; it still "
+                                "gates until it reports mode 5 (losing the link does not hand the robot to the "
+                                "host)", low=0.0)
+    publish_odom: bool = setting(True, "wheel odometry on `odom_topic` (least squares over the modules, "
+                                 "SE(2)-exact integration)")
+    odom_topic: str = setting("/odom", "the wheel odometry's topic")
+    publish_odom_tf: bool = setting(True, "odom -> base_footprint on /tf with the odometry (false when a "
+                                    "localiser publishes it)")
+    odom_frame: str = setting("odom", "the odometry's frame")
+    odom_child_frame: str = setting("base_footprint", "the frame the odometry moves: the URDF's root, on the "
+                                    "floor under base_link (REP 105)")
+    base_frame: str = setting("base_link", "the frame the module positions are read in")
+    steer_joints: List[str] = setting(["steer_motor_joint1", "steer_motor_joint2", "steer_motor_joint3"],
+                                      "the steer joints in the feedback's order (front-left, front-right, rear)")
+    robot_description_param: str = setting("robot_description", "the parameter holding the URDF")
+    current_motor_topic_name: str = setting("/hdas/feedback_chassis", "the chassis feedback (stock name)")
+    chassis_control_topic_name: str = setting("/motion_target/target_speed_chassis",
+                                              "the twist target (stock name)")
+    motor_command_topic_name: str = setting("/motion_control/control_chassis", "the module commands (stock name)")
+    breaking_topic_name: str = setting("/motion_target/brake_mode", "brake mode (stock name)")
+    controller_topic: str = setting("/controller", "the remote's signal (its mode gates the targets)")
+
+    def __post_init__(self) -> None:
+        SwerveParams.__post_init__(self)
+        ChassisLimits.__post_init__(self)
+        if len(self.steer_joints) < 2:
+            raise ValueError(f"steer_joints must name at least two joints, not {self.steer_joints}")
+
+
 def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
+    """The quaternion (x, y, z, w) of a rotation by `yaw` [rad] about +z."""
     return 0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)
 
 
 class ChassisControlNode:
-    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+    """The node: subscriptions, the control tick on each feedback message, odometry, diagnostics."""
+
+    def __init__(self, params: Optional[Mapping[str, Any]] = None, name: Optional[str] = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.nodes.controller_host`); by default the process's own node."""
-        p: dict[str, Any] = rospy.get_param("~") if params is None else params
-        self.throttle = Throttle(period=5.0)
-        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
-        if not urdf:
-            raise SystemExit(f"{NAME}: no robot_description on the parameter server")
-        self.base_frame = str(p.get("base_frame", "base_link"))
-        steer_joints = list(p.get("steer_joints", ["steer_motor_joint1", "steer_motor_joint2", "steer_motor_joint3"]))
-        xy = module_positions(urdf, steer_joints, self.base_frame)
+        (`mobiman.nodes.controller_host`); by default the process's own node. Raises ConfigError naming
+        the parameter before it subscribes or publishes anything."""
+        where = name or rospy.get_name()
+        s = ChassisSettings.from_params(rospy.get_param("~", {}) if params is None else params, where=where)
+        urdf = robot_description(s.robot_description_param)
         try:
-            kin = SwerveKinematics(xy, float(p.get("max_wheel_speed", 2.1)),
-                                   float(p.get("steer_limit", math.pi / 2)), float(p.get("max_clamp_error", 0.35)),
-                                   align_tolerance=float(p.get("align_tolerance", 0.35)),
-                                   align_deadband=float(p.get("align_deadband", 0.05)))
-            limits = ChassisLimits.from_dict(p)
-        except (TypeError, ValueError) as e:
-            raise SystemExit(f"{NAME}: bad chassis parameters: {e}") from None
-        self.controller = ChassisController(kin, limits, float(p.get("command_timeout", 0.2)))
+            xy = module_positions(urdf, s.steer_joints, s.base_frame)
+        except (KeyError, ValueError, RuntimeError) as e:
+            raise ConfigError(f"{where}/steer_joints", f"the URDF has no steer joints {s.steer_joints} "
+                              f"in {s.base_frame}: {e}") from None
+        kin = SwerveKinematics(xy, s)
+        self.throttle = Throttle(period=5.0)
+        self.controller = ChassisController(kin, s, s.command_timeout)
         self.n = kin.n
-        self.feedback_timeout = float(p.get("feedback_timeout", 0.1))
+        self.feedback_timeout = s.feedback_timeout
         self.lock = threading.Lock()
         self.measured_angles: np.ndarray | None = None
         self.feedback_stamp = -1e9
@@ -79,38 +118,30 @@ class ChassisControlNode:
         self._odom_stamp: float | None = None
         self.rc_mode: int | None = None
         self.rc_stamp = -1e9
-        self.rc_timeout = float(p.get("rc_timeout", 0.5))    # older: the remote is reported silent (it still gates)
-        self.rc_gating = bool(p.get("rc_gating", True))
-        self.rc_manager = str(p.get("rc_manager_node", "/r1_control_manager"))
+        self.rc_timeout = s.rc_timeout     # older: the remote is reported silent (it still gates)
+        self.rc_gating = s.rc_gating
+        self.rc_manager = s.rc_manager_node
         self.counts = {"ticks": 0, "dropped": 0, "capped": 0, "vetoed": 0, "bad_feedback": 0, "bad_stamps": 0}
         # one tick per feedback message: rate (ROS time), compute (the whole callback: odometry and
         # control), latency = the feedback's stamp -> the motor_control publish
         self.stats = LoopStats()
 
-        self.cmd_pub = DirectPublisher(p.get("motor_command_topic_name", "/motion_control/control_chassis"),
-                                        motor_control, tcp_nodelay=True)
+        self.cmd_pub = DirectPublisher(s.motor_command_topic_name, motor_control, tcp_nodelay=True)
         self.speed_pub = DirectPublisher("/motion_control/chassis_speed", Twist)
-        self.publish_odom = bool(p.get("publish_odom", True))
-        self.publish_tf = bool(p.get("publish_odom_tf", True))
-        self.odom_frame = str(p.get("odom_frame", "odom"))
+        self.odom_frame = s.odom_frame
         # the odometry moves the URDF's root (base_footprint, on the floor under base_link): a
         # transform to base_link would give it a second parent and break the TF tree
-        self.odom_child_frame = str(p.get("odom_child_frame", "base_footprint"))
-        self.odom_pub = DirectPublisher(p.get("odom_topic", "/odom"), Odometry) \
-            if self.publish_odom else None
+        self.odom_child_frame = s.odom_child_frame
+        self.odom_pub = DirectPublisher(s.odom_topic, Odometry) if s.publish_odom else None
         # /tf written directly (as /odom), not through tf2_ros.TransformBroadcaster: its queued
         # publisher woke a writer thread per transform, a quarter of this node's CPU at 200 Hz
-        self.tf = DirectPublisher("/tf", TFMessage) if self.publish_odom and self.publish_tf else None
+        self.tf = DirectPublisher("/tf", TFMessage) if s.publish_odom and s.publish_odom_tf else None
 
-        rospy.Subscriber(p.get("current_motor_topic_name", "/hdas/feedback_chassis"), JointState,
-                         self._on_feedback, queue_size=5, tcp_nodelay=True)
-        rospy.Subscriber(p.get("chassis_control_topic_name", "/motion_target/target_speed_chassis"), Twist,
-                         self._on_target, queue_size=5, tcp_nodelay=True)
+        rospy.Subscriber(s.current_motor_topic_name, JointState, self._on_feedback, queue_size=5, tcp_nodelay=True)
+        rospy.Subscriber(s.chassis_control_topic_name, Twist, self._on_target, queue_size=5, tcp_nodelay=True)
         rospy.Subscriber("/motion_target/chassis_acc_limit", Twist, self._on_acc_limit, queue_size=5)
-        rospy.Subscriber(p.get("breaking_topic_name", "/motion_target/brake_mode"), Bool, self._on_brake,
-                         queue_size=5)
-        rospy.Subscriber(p.get("controller_topic", "/controller"), controller_signal_stamped, self._on_controller,
-                         queue_size=5)
+        rospy.Subscriber(s.breaking_topic_name, Bool, self._on_brake, queue_size=5)
+        rospy.Subscriber(s.controller_topic, controller_signal_stamped, self._on_controller, queue_size=5)
         WallTimer(0.05, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NAME)
         rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s; "
@@ -278,7 +309,5 @@ class ChassisControlNode:
 
 
 def main() -> None:
-    rospy.init_node("r1_chassis_control")
-    stop_within()   # gone within seconds of a SIGINT, whatever hangs
-    ChassisControlNode()
-    rospy.spin()
+    """The process's node (`rosrun mobiman chassis_control_node`): a bad parameter ends it with exit 1."""
+    run_node("r1_chassis_control", ChassisControlNode)
