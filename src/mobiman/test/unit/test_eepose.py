@@ -34,7 +34,7 @@ ARM_TABLE = [
 
 @pytest.fixture(scope="module")
 def est(r1) -> PoseEstimator:
-    return PoseEstimator(r1, Frames.from_table(load_group_config(GROUPS)[1]))
+    return PoseEstimator(r1, Frames.from_params(load_group_config(GROUPS)[1]))
 
 
 def test_frames_come_from_the_group_table(est) -> None:

@@ -1,6 +1,7 @@
 """Remote-control manager core: stick mapping, dead band, modes, failsafe, gestures."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -19,9 +20,14 @@ def params() -> dict:
     return yaml.safe_load(CONFIG.read_text())
 
 
+def core(params: dict) -> dict:
+    """The core's part of the node's parameters (not its topics and rate)."""
+    return {k: v for k, v in params.items() if k in {f.name for f in dataclasses.fields(RcConfig)}}
+
+
 @pytest.fixture()
 def rc(params) -> RcManager:
-    cfg, notes = RcConfig.from_params(params)
+    cfg, notes = RcConfig.from_params(core(params)).clamped()
     assert notes == []
     return RcManager(cfg)
 
@@ -89,22 +95,22 @@ def test_dead_band_is_continuous_and_keeps_full_range() -> None:
 
 
 def test_max_speeds_clamped_to_chassis_limits_and_bad_config_refused(params) -> None:
-    params["mapping"]["linear_x"]["max_speed"] = 2.0
-    cfg, notes = RcConfig.from_params(params)
+    params["mapping"] = {"linear_x": {"max_speed": 2.0}}          # the rest of linear_x: its defaults
+    cfg, notes = RcConfig.from_params(core(params)).clamped()
     assert cfg.mapping["linear_x"].max_speed == 1.5 and "clamped" in notes[0]
     for key, value in (("dead_band", 0.7), ("corner_threshold", 0.01), ("stale_timeout", 0.0)):
         with pytest.raises(ValueError):
-            RcConfig.from_params({**params, key: value})
+            RcConfig.from_params(core({**params, key: value}))
     with pytest.raises(ValueError):
-        RcConfig.from_params({**params, "mapping": {"linear_x": {"axis": "left_z"}}})
+        RcConfig.from_params(core({**params, "mapping": {"linear_x": {"axis": "left_z"}}}))
     with pytest.raises(ValueError):
-        RcConfig.from_params({**params, "mapping": {"linear_x": {"sign": 2}}})
+        RcConfig.from_params(core({**params, "mapping": {"linear_x": {"sign": 2}}}))
     bad = dict(params["gestures"]["fold"], hold_s=0.1)
     with pytest.raises(ValueError):
-        RcConfig.from_params({**params, "gestures": {"fold": bad}})
+        RcConfig.from_params(core({**params, "gestures": {"fold": bad}}))
     bad = dict(params["gestures"]["fold"], torso={"positions": [1.0, 2.0], "velocities": [0.1]})
     with pytest.raises(ValueError):
-        RcConfig.from_params({**params, "gestures": {"fold": bad}})
+        RcConfig.from_params(core({**params, "gestures": {"fold": bad}}))
 
 
 # -- modes and failsafe --------------------------------------------------------------------------

@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pinocchio as pin
 
 from mobiman.model.robot_model import RobotModel
+from r1_common.settings import Settings, setting
 from r1_common.validation import FEEDBACK_MARGIN, InputError, plausible_positions, show
 
 ARM_GROUPS = {"left": "left_arm", "right": "right_arm"}
@@ -30,21 +31,16 @@ class FeedbackError(ValueError):
 
 
 @dataclass(frozen=True)
-class Frames:
+class Frames(Settings):
     """The frames the poses are of and in (config/r1_joint_groups.yaml `frames:`)."""
 
-    base: str = "base_link"
-    floating_base: str = "torso_link4"
-    left_ee: str = "left_gripper_link"
-    right_ee: str = "right_gripper_link"
-
-    @classmethod
-    def from_table(cls, table: Mapping[str, str]) -> "Frames":
-        d = cls()
-        return cls(str(table.get("base", d.base)), str(table.get("floating_base", d.floating_base)),
-                   str(table.get("left_ee", d.left_ee)), str(table.get("right_ee", d.right_ee)))
+    base: str = setting("base_link", "the robot's base: the torso's pose is in it")
+    floating_base: str = setting("torso_link4", "the torso's top: the arms' poses are in it")
+    left_ee: str = setting("left_gripper_link", "the left arm's end effector")
+    right_ee: str = setting("right_gripper_link", "the right arm's end effector")
 
     def ee(self, side: str) -> str:
+        """The end-effector frame of `side` ("left" or "right")."""
         return self.left_ee if side == "left" else self.right_ee
 
 
@@ -83,7 +79,10 @@ def group_positions(joints: Sequence[str], names: Sequence[str], positions: Sequ
 
 
 class PoseEstimator:
-    """Poses of the floating base and the grippers from group joint values (thread-safe)."""
+    """Poses of the floating base and the grippers from group joint values (thread-safe).
+
+    `model` must have the groups torso, left_arm and right_arm; raises KeyError on construction when it
+    lacks one of `frames`."""
 
     def __init__(self, model: RobotModel, frames: Frames = Frames()):
         self.model = model

@@ -8,14 +8,28 @@ velocities, so wheel angles are integrated here from speed / radius.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping, Sequence
+
+from r1_common.settings import Settings, setting
 
 FEEDBACK_MARGIN = 0.5      # beyond a joint's range by more: not merged (r1_common.validation.FEEDBACK_MARGIN)
 MAX_WHEEL_SPEED = 10.0     # [m/s] a wheel speed beyond this is no measurement: not integrated
 
 
+@dataclass(frozen=True)
+class WheelSettings(Settings):
+    """The wheels' part of a merging node's parameters (its settings derive from this)."""
+
+    wheel_radius: float = setting(0.07, "m; the wheels' radius: the chassis feedback's wheel linear speeds "
+                                  "become wheel angles", low=0.001)
+
+
 class JointStateMerger:
-    """`ranges`: joint -> (lower, upper), the joints the merged state may name (the URDF's). An entry
+    """Feedback messages in, one joint state out (names sorted; rad, rad/s).
+
+    `wheel_joints`: the wheels in the chassis feedback's order; `wheel_radius` [m].
+    `ranges`: joint -> (lower, upper), the joints the merged state may name (the URDF's). An entry
     naming another joint, or not finite, or beyond its range by more than FEEDBACK_MARGIN, is
     ignored (`ignored` counts them): a publisher's made-up names or values never reach
     robot_state_publisher, nor pile up here."""
@@ -71,5 +85,6 @@ class JointStateMerger:
         return ok
 
     def joint_state(self) -> tuple[list[str], list[float], list[float]]:
+        """The merged state: names (sorted), positions, velocities."""
         names = sorted(self.positions)
         return names, [self.positions[n] for n in names], [self.velocities[n] for n in names]

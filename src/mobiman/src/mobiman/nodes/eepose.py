@@ -3,14 +3,13 @@
 A thin ROS wrapper around `mobiman.estimation.eepose`: every /hdas/feedback_torso message gives one
 /motion_control/pose_floating_base (torso_link4 in base_link), every arm feedback message one
 /motion_control/pose_ee_arm_{left,right} (gripper_link in torso_link4), stamped with the
-feedback's stamp. Bad feedback is dropped with a throttled log. A node that falls behind (a
-busy machine) computes only the newest feedback rospy kept for it (queue_size) and counts the
-messages it never got from the gaps in their sequence numbers (`missed_feedback`). It also merges all feedback
-into /joint_states (`mobiman.estimation.joint_state_merge`) at a fixed rate and, with `~publish_tf` (the
-whole stack sets it), publishes the robot's TF from that checked state (`mobiman.model.tf_tree`: the fixed
-joints once on /tf_static, the moving ones on /tf at the same rate) in place of ROS's
-robot_state_publisher, which a /joint_states message from anyone can abort; it reports on
-/diagnostics at 1 Hz.
+feedback's stamp. Bad feedback is dropped with a throttled log. A node that falls behind computes
+only the newest feedback rospy kept for it (queue_size) and counts the messages it never got from
+the gaps in their sequence numbers (`missed_feedback`). It also merges all feedback into /joint_states
+(`mobiman.estimation.joint_state_merge`) at a fixed rate and, with `publish_tf`, publishes the robot's
+TF from that checked state (`mobiman.model.tf_tree`: the fixed joints once on /tf_static, the moving
+ones on /tf at the same rate) in place of ROS's robot_state_publisher; it reports on /diagnostics at
+1 Hz. Its private parameters are `EePoseSettings`.
 """
 from __future__ import annotations
 
@@ -19,10 +18,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, List, Mapping, Optional
 
 import numpy as np
-import rospkg
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TransformStamped
@@ -30,17 +28,46 @@ from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
 from mobiman.estimation.eepose import FeedbackError, Frames, PoseEstimator, group_positions, se3_to_pose
-from mobiman.estimation.joint_state_merge import JointStateMerger
-from mobiman.model.robot_model import RobotModel, load_group_config
+from mobiman.estimation.joint_state_merge import JointStateMerger, WheelSettings
+from mobiman.model.robot_model import RobotModel
 from mobiman.model.tf_tree import TfTree, Transform
+from mobiman.nodes.robot_files import joint_groups, robot_description
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
-from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
+from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, run_node
 from r1_common.sequence import SequenceGaps
+from r1_common.settings import ConfigError, setting
 from r1_common.throttle import Throttle
 from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 
 NODE = "fk_calculator"
+
+
+@dataclass(frozen=True)
+class EePoseSettings(WheelSettings):
+    """The private parameters of r1_eepose_pub_node (`wheel_radius` from `WheelSettings`)."""
+
+    urdfFile: str = setting("", "the stock param: a URDF path; empty or unreadable: the `robot_description_param` "
+                            "parameter")
+    robot_description_param: str = setting("robot_description", "the parameter holding the URDF")
+    joint_groups_file: str = setting("", "joint groups and frames; empty: mobiman's config/r1_joint_groups.yaml")
+    feedback_timeout: float = setting(0.5, "s; a pose stream without feedback this long (ROS and wall time) is "
+                                      "reported stale", low=0.0)
+    torso_feedback_topic: str = setting("/hdas/feedback_torso", "the torso's feedback")
+    left_arm_feedback_topic: str = setting("/hdas/feedback_arm_left", "the left arm's feedback")
+    right_arm_feedback_topic: str = setting("/hdas/feedback_arm_right", "the right arm's feedback")
+    floating_base_pose_topic: str = setting("/motion_control/pose_floating_base", "torso_link4 in base_link")
+    left_ee_pose_topic: str = setting("/motion_control/pose_ee_arm_left", "the left gripper in torso_link4")
+    right_ee_pose_topic: str = setting("/motion_control/pose_ee_arm_right", "the right gripper in torso_link4")
+    publish_joint_states: bool = setting(True, "merge all feedback into `joint_states_topic`")
+    joint_states_topic: str = setting("/joint_states", "the merged joint state")
+    joint_states_rate_hz: float = setting(50.0, "Hz; the merged joint state's rate (wall time)", low=1.0,
+                                          high=1000.0)
+    chassis_feedback_topic: str = setting("/hdas/feedback_chassis", "the chassis feedback (for /joint_states)")
+    wheel_joints: Optional[List[str]] = setting(None, "the wheel joints in the chassis feedback's order; null: "
+                                                "the joint groups' `chassis_wheels`")
+    publish_tf: bool = setting(False, "the robot's TF from the merged joint state (/tf, /tf_static), in place of "
+                               "robot_state_publisher (the whole stack sets it)")
 
 
 @dataclass
@@ -65,22 +92,32 @@ class Stream:
 
 
 class EePoseNode:
-    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+    """The node: a pose per feedback message, the merged /joint_states (and TF), diagnostics."""
+
+    def __init__(self, params: Optional[Mapping[str, Any]] = None, name: Optional[str] = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.nodes.controller_host`); by default the process's own node."""
-        self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~") if params is None else params
-        groups_file = p.get("joint_groups_file") or str(
-            Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
-        joint_groups, frame_table = load_group_config(groups_file)
-        self.joint_groups = joint_groups
-        urdf = self._urdf_xml = self._urdf(p)
+        (`mobiman.nodes.controller_host`); by default the process's own node. Raises ConfigError naming
+        the parameter before it subscribes or publishes anything."""
+        where = name or rospy.get_name()
+        s = EePoseSettings.from_params(rospy.get_param("~", {}) if params is None else params, where=where)
+        groups_key = f"{where}/joint_groups_file"
+        self.joint_groups, frame_table = joint_groups(s.joint_groups_file, groups_key)
         try:
-            self.estimator = PoseEstimator(RobotModel(urdf, joint_groups), Frames.from_table(frame_table))
+            frames = Frames.from_params(frame_table, where="frames")
+        except ConfigError as e:
+            raise ConfigError(groups_key, f"the joint groups file's {e}") from None
+        urdf = self._urdf_xml = self._urdf(s)
+        try:
+            self.estimator = PoseEstimator(RobotModel(urdf, self.joint_groups), frames)
+            limits = {group: self.estimator.model.limits(group) for group in ("torso", "left_arm", "right_arm")}
         except (KeyError, ValueError) as e:
-            raise SystemExit(f"{NODE}: the URDF does not fit {groups_file}: {e}") from None
-        frames = self.estimator.frames
-        self.feedback_timeout = float(p.get("feedback_timeout", 0.5))
+            raise ConfigError(groups_key, f"the URDF and the joint groups file do not fit: {e}") from None
+        try:
+            self.tf_tree = TfTree(urdf) if s.publish_joint_states and s.publish_tf else None
+        except ValueError as e:
+            raise ConfigError(f"{where}/publish_tf", f"the URDF's TF tree cannot be read: {e}") from None
+        self.feedback_timeout = s.feedback_timeout
+        self.throttle = Throttle(period=5.0)
         # all state before the first subscription: a callback can come at once (hosted in a process
         # that already reads the topic, mobiman.nodes.controller_host)
         self.merger: JointStateMerger | None = None
@@ -91,40 +128,32 @@ class EePoseNode:
         self.joint_states_stats = LoopStats()
         self.merged_stamps: dict[str, float] = {}   # source -> its latest feedback's stamp (ROS time)
         self.streams: dict[str, Stream] = {}
-        spec = (("torso", "torso", 0, "torso_feedback_topic", "/hdas/feedback_torso", "floating_base_pose_topic",
-                 "/motion_control/pose_floating_base", frames.base),
-                ("left", "left_arm", 1, "left_arm_feedback_topic", "/hdas/feedback_arm_left", "left_ee_pose_topic",
-                 "/motion_control/pose_ee_arm_left", frames.floating_base),
-                ("right", "right_arm", 1, "right_arm_feedback_topic", "/hdas/feedback_arm_right",
-                 "right_ee_pose_topic", "/motion_control/pose_ee_arm_right", frames.floating_base))
-        for name, group, extra, in_param, in_default, out_param, out_default, frame_id in spec:
-            lim = self.estimator.model.limits(group)
-            s = Stream(name, group, extra, DirectPublisher(p.get(out_param, out_default), PoseStamped,
-                                                            tcp_nodelay=True), frame_id, (lim.lower, lim.upper))
-            self.streams[name] = s
-            rospy.Subscriber(p.get(in_param, in_default), JointState, self._on_feedback, s, queue_size=10,
-                             tcp_nodelay=True)
-            rospy.loginfo(f"{NODE}: sub topic is : {p.get(in_param, in_default)}, pub topic is : "
-                          f"{s.pub.resolved_name} ({self.estimator.frames.ee(name) if extra else frames.floating_base}"
-                          f" in {frame_id})")
-        if bool(p.get("publish_joint_states", True)):
-            self._start_joint_states(p)
+        spec = (("torso", "torso", 0, s.torso_feedback_topic, s.floating_base_pose_topic, frames.base),
+                ("left", "left_arm", 1, s.left_arm_feedback_topic, s.left_ee_pose_topic, frames.floating_base),
+                ("right", "right_arm", 1, s.right_arm_feedback_topic, s.right_ee_pose_topic, frames.floating_base))
+        for stream, group, extra, in_topic, out_topic, frame_id in spec:
+            lim = limits[group]
+            st = Stream(stream, group, extra, DirectPublisher(out_topic, PoseStamped, tcp_nodelay=True), frame_id,
+                        (lim.lower, lim.upper))
+            self.streams[stream] = st
+            rospy.Subscriber(in_topic, JointState, self._on_feedback, st, queue_size=10, tcp_nodelay=True)
+            rospy.loginfo(f"{NODE}: sub topic is : {in_topic}, pub topic is : {st.pub.resolved_name} "
+                          f"({frames.ee(stream) if extra else frames.floating_base} in {frame_id})")
+        if s.publish_joint_states:
+            self._start_joint_states(s)
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NODE)
 
     @staticmethod
-    def _urdf(p: dict[str, Any]) -> str:
-        """The stock param `urdfFile` (a path) when it can be read, else the robot_description param."""
-        path = str(p.get("urdfFile", "") or "")
-        if path:
+    def _urdf(s: EePoseSettings) -> str:
+        """The URDF at the stock param `urdfFile` (a path) when it can be read, else on the parameter server
+        at `robot_description_param`; ConfigError naming that parameter when neither has it."""
+        if s.urdfFile:
             try:
-                return Path(path).read_text()
+                return Path(s.urdfFile).read_text()
             except OSError as e:
-                rospy.logwarn(f"{NODE}: urdfFile {path!r} cannot be read ({e.strerror}); using the "
-                              f"robot_description param instead")
-        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
-        if not urdf:
-            raise SystemExit(f"{NODE}: no readable urdfFile and no robot_description on the parameter server")
-        return urdf
+                rospy.logwarn(f"{NODE}: urdfFile {s.urdfFile!r} cannot be read ({e.strerror}); using the "
+                              f"{s.robot_description_param} param instead")
+        return robot_description(s.robot_description_param)
 
     # -- poses -------------------------------------------------------------------------------
     def _on_feedback(self, msg: JointState, s: Stream) -> None:
@@ -168,29 +197,22 @@ class EePoseNode:
         return stamp, (msg.header.stamp if kept else rospy.Time.from_sec(stamp))
 
     # -- /joint_states -----------------------------------------------------------------------
-    def _start_joint_states(self, p: dict[str, Any]) -> None:
-        wheels = list(p.get("wheel_joints", self.joint_groups.get("chassis_wheels", [])))
+    def _start_joint_states(self, s: EePoseSettings) -> None:
+        wheels = s.wheel_joints if s.wheel_joints is not None else self.joint_groups.get("chassis_wheels", [])
         model = self.estimator.model.model
         ranges = {name: (float(model.lowerPositionLimit[j.idx_q]), float(model.upperPositionLimit[j.idx_q]))
                   for name, j in zip(model.names[1:], model.joints[1:]) if j.nq == 1}
         for name in wheels:                 # continuous: any angle
             ranges[name] = (-math.inf, math.inf)
-        self.merger = JointStateMerger(wheels, float(p.get("wheel_radius", 0.07)), ranges)
-        self.joint_states_pub = QuietPublisher(p.get("joint_states_topic", "/joint_states"), JointState,
-                                                queue_size=1)
+        self.merger = JointStateMerger(wheels, s.wheel_radius, ranges)
+        self.joint_states_pub = QuietPublisher(s.joint_states_topic, JointState, queue_size=1)
         # the robot's TF from this merged state (robot_state_publisher's job, from checked values only)
-        self.tf_tree = TfTree(self._urdf_xml) if bool(p.get("publish_tf", False)) else None
         if self.tf_tree is not None:
             self.tf_pub = DirectPublisher("/tf", TFMessage)
             self.tf_static_pub = QuietPublisher("/tf_static", TFMessage, queue_size=1, latch=True)
             self.tf_static_pub.publish(TFMessage([self._transform(t, rospy.Time.now()) for t in self.tf_tree.fixed()]))
-        rospy.Subscriber(p.get("chassis_feedback_topic", "/hdas/feedback_chassis"), JointState, self._on_chassis,
-                         queue_size=1)
-        rate = float(p.get("joint_states_rate_hz", 50.0))
-        if not 0.0 < rate <= 1000.0:
-            rospy.logwarn(f"{NODE}: joint_states_rate_hz {rate} out of (0, 1000]; using 50")
-            rate = 50.0
-        WallTimer(1.0 / rate, self._publish_joint_states, "joint_states")   # wall time: r1_common.ros_io.WallTimer
+        rospy.Subscriber(s.chassis_feedback_topic, JointState, self._on_chassis, queue_size=1)
+        WallTimer(1.0 / s.joint_states_rate_hz, self._publish_joint_states, "joint_states")   # ros_io.WallTimer
 
     def _on_chassis(self, msg: JointState) -> None:
         n = len(self.merger.wheel_joints)
@@ -257,7 +279,5 @@ class EePoseNode:
 
 
 def main() -> None:
-    rospy.init_node(NODE)
-    stop_within()   # gone within seconds of a SIGINT, whatever hangs
-    EePoseNode()
-    rospy.spin()
+    """The process's node (`rosrun mobiman r1_eepose_pub_node`): a bad parameter ends it with exit 1."""
+    run_node(NODE, EePoseNode)

@@ -1,51 +1,69 @@
 """r1_control_manager: the remote controller -> chassis Twist and gesture presets, a thin ROS wrapper.
 
-Reads /controller (hdas_msg/controller_signal_stamped), runs `mobiman.remote.rc_manager` at 20 Hz
+Reads /controller (hdas_msg/controller_signal_stamped), runs `mobiman.remote.rc_manager` at `rate_hz`
 and publishes what it decides: a Twist on the chassis topic (or nothing while the host is in
 control), joint targets for the joint tracker when a stick gesture fired. Diagnostics at 1 Hz.
+Its private parameters are `RcManagerSettings`.
 """
 from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
-import rospkg
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from hdas_msg.msg import controller_signal_stamped
 from sensor_msgs.msg import JointState
 
-from mobiman.model.robot_model import load_group_config
+from mobiman.nodes.robot_files import joint_groups
 from mobiman.remote.rc_manager import RcConfig, RcManager, Sticks
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
-from r1_common.ros_io import QuietPublisher, WallTimer, stop_within
+from r1_common.ros_io import QuietPublisher, WallTimer, run_node
+from r1_common.settings import setting
 from r1_common.throttle import Throttle
 from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, data_time
 
 NODE = "r1_control_manager"
 
 
+@dataclass(frozen=True)
+class RcManagerSettings(RcConfig):
+    """The private parameters of r1_control_manager: the manager's (`RcConfig`), then these. Raises
+    ValueError on construction as RcConfig does."""
+
+    rate_hz: float = setting(20.0, "Hz; the loop (wall time, the remote's own clock)", low=1.0, high=200.0)
+    sub_controller_topic: str = setting("/controller", "the remote's signal (stock name)")
+    chassis_control_topic: str = setting("/motion_target/target_speed_chassis", "the Twist out (stock name)")
+    torso_control_topic: str = setting("/motion_target/target_joint_state_torso", "a gesture's torso target "
+                                       "(stock name)")
+    left_arm_control_topic: str = setting("/motion_target/target_joint_state_arm_left",
+                                          "a gesture's left arm target")
+    right_arm_control_topic: str = setting("/motion_target/target_joint_state_arm_right",
+                                           "a gesture's right arm target")
+    joint_groups_file: str = setting("", "the joint names on the targets; empty: mobiman's "
+                                     "config/r1_joint_groups.yaml")
+
+
 class RcManagerNode:
-    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+    """The node: /controller in, the core's decisions out at `rate_hz`, diagnostics."""
+
+    def __init__(self, params: Optional[Mapping[str, Any]] = None, name: Optional[str] = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.nodes.controller_host`); by default the process's own node."""
-        self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~") if params is None else params
-        try:
-            cfg, notes = RcConfig.from_params(p)
-        except (ValueError, KeyError, TypeError) as e:
-            raise SystemExit(f"{NODE}: bad config: {e}") from None
+        (`mobiman.nodes.controller_host`); by default the process's own node. Raises ConfigError naming
+        the parameter before it subscribes or publishes anything."""
+        where = name or rospy.get_name()
+        s = RcManagerSettings.from_params(rospy.get_param("~", {}) if params is None else params, where=where)
+        cfg, notes = s.clamped()
+        self.joint_names, _ = joint_groups(s.joint_groups_file, f"{where}/joint_groups_file")
         for note in notes:
             rospy.logwarn(f"{NODE}: {note}")
+        self.throttle = Throttle(period=5.0)
         self.core = RcManager(cfg)
         self.lock = threading.Lock()
-        groups_file = p.get("joint_groups_file") or str(
-            Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
-        self.joint_names, _ = load_group_config(groups_file)
         self.last_ros = self.last_wall = None
         self.sample_stamp: float | None = None     # the last sample's header stamp (arrival when unstamped)
         # one tick per loop step: rate (ROS time), compute, latency = the stick sample's stamp -> the
@@ -53,27 +71,17 @@ class RcManagerNode:
         self.stats = LoopStats()
         self.received = self.dropped = self.twists = 0
         self.last_twist = None
-        self.chassis_pub = QuietPublisher(p.get("chassis_control_topic", "/motion_target/target_speed_chassis"),
-                                           Twist, queue_size=1)
+        self.chassis_pub = QuietPublisher(s.chassis_control_topic, Twist, queue_size=1)
         self.target_pubs = {
-            "torso": QuietPublisher(p.get("torso_control_topic", "/motion_target/target_joint_state_torso"),
-                                     JointState, queue_size=3),
-            "left_arm": QuietPublisher(p.get("left_arm_control_topic", "/motion_target/target_joint_state_arm_left"),
-                                        JointState, queue_size=3),
-            "right_arm": QuietPublisher(p.get("right_arm_control_topic",
-                                               "/motion_target/target_joint_state_arm_right"),
-                                        JointState, queue_size=3)}
-        topic = p.get("sub_controller_topic", "/controller")
-        rospy.Subscriber(topic, controller_signal_stamped, self._on_controller, queue_size=10)
-        rate = float(p.get("rate_hz", 20.0))
-        if not 0.0 < rate <= 200.0:
-            rospy.logwarn(f"{NODE}: rate_hz {rate} out of (0, 200]; using 20")
-            rate = 20.0
-        WallTimer(1.0 / rate, self._tick, "tick")   # wall time, as the remote's own clock: r1_common.ros_io.WallTimer
+            "torso": QuietPublisher(s.torso_control_topic, JointState, queue_size=3),
+            "left_arm": QuietPublisher(s.left_arm_control_topic, JointState, queue_size=3),
+            "right_arm": QuietPublisher(s.right_arm_control_topic, JointState, queue_size=3)}
+        rospy.Subscriber(s.sub_controller_topic, controller_signal_stamped, self._on_controller, queue_size=10)
+        WallTimer(1.0 / s.rate_hz, self._tick, "tick")   # wall time, as the remote's own clock: ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NODE)
-        rospy.loginfo(f"{NODE}: {topic} -> {self.chassis_pub.resolved_name} at {rate:g} Hz (mode {cfg.drive_mode}: "
-                      f"remote drives, mode {cfg.host_mode}: silent); gestures "
-                      f"{', '.join(g.name for g in cfg.gestures) or 'none'}")
+        rospy.loginfo(f"{NODE}: {s.sub_controller_topic} -> {self.chassis_pub.resolved_name} at {s.rate_hz:g} Hz "
+                      f"(mode {cfg.drive_mode}: remote drives, mode {cfg.host_mode}: silent); gestures "
+                      f"{', '.join(cfg.gestures) or 'none'}")
 
     def _on_controller(self, msg: controller_signal_stamped) -> None:
         d = msg.data
@@ -138,7 +146,5 @@ class RcManagerNode:
 
 
 def main() -> None:
-    rospy.init_node(NODE)
-    stop_within()   # gone within seconds of a SIGINT, whatever hangs
-    RcManagerNode()
-    rospy.spin()
+    """The process's node (`rosrun mobiman r1_control_manager`): a bad parameter ends it with exit 1."""
+    run_node(NODE, RcManagerNode)

@@ -23,8 +23,10 @@ left_x -> −linear.y, right_x -> −angular.z; the signs are config.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from r1_common.settings import Settings, setting
 
 AXES = ("left_x", "left_y", "right_x", "right_y")
 TWIST_FIELDS = ("linear_x", "linear_y", "angular_z")
@@ -43,122 +45,147 @@ class Sticks:
     mode: int
 
     def axis(self, name: str) -> float:
+        """The value of stick axis `name` (one of AXES)."""
         return float(getattr(self, name))
 
 
 @dataclass(frozen=True)
-class AxisMap:
+class AxisMap(Settings):
     """One twist component: which stick axis, with which sign, up to which speed."""
 
-    axis: str
-    sign: float
-    max_speed: float
+    axis: str = setting("left_y", "the stick axis", choices=AXES)
+    sign: float = setting(1.0, "1 or -1: the twist's sign for a stick pushed up or right", choices=(1.0, -1.0))
+    max_speed: float = setting(1.0, "m/s or rad/s; at full stick travel (above the chassis limit: clamped, with "
+                               "a warning)", low=0.0)
+
+
+@dataclass(frozen=True)
+class StickMapping(Settings):
+    """Twist component <- stick axis × sign × max_speed. A component given in part keeps its own defaults
+    for the rest."""
+
+    linear_x: AxisMap = setting(AxisMap("left_y", 1.0, 1.0), "m/s; left stick up drives forward")
+    linear_y: AxisMap = setting(AxisMap("left_x", -1.0, 0.5), "m/s; left stick left drives left")
+    angular_z: AxisMap = setting(AxisMap("right_x", -1.0, 1.0), "rad/s; right stick left turns left (CCW)")
+
+    @classmethod
+    def from_params(cls, params: Optional[Mapping[str, Any]], where: str = "",
+                    ignore: Iterable[str] = ()) -> "StickMapping":
+        """As `Settings.from_params`, each component's missing keys taken from that component's default."""
+        if isinstance(params, Mapping):
+            d = cls()
+            params = {k: {**getattr(d, k).to_params(), **v} if k in TWIST_FIELDS and isinstance(v, Mapping) else v
+                      for k, v in params.items()}
+        return super().from_params(params, where, ignore)
+
+    def __getitem__(self, name: str) -> AxisMap:
+        """The component `name` (one of TWIST_FIELDS)."""
+        return getattr(self, name)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
 class Target:
-    """A joint target for the joint tracker: positions and per-joint speed caps."""
+    """A joint target for the joint tracker: positions [rad] and per-joint speed caps [rad/s]."""
 
     group: str
-    positions: tuple[float, ...]
-    velocities: tuple[float, ...]
+    positions: Tuple[float, ...]
+    velocities: Tuple[float, ...]
 
 
 @dataclass(frozen=True)
-class Gesture:
-    """Both sticks held in the given corners (signs of x and y per stick) for hold_s seconds."""
+class JointTarget(Settings):
+    """A gesture's target of one group. Raises ValueError on construction unless positions and velocities
+    have one length (> 0) and every velocity is > 0."""
 
-    name: str
-    left: tuple[int, int]
-    right: tuple[int, int]
-    hold_s: float
-    targets: tuple[Target, ...]
+    positions: List[float] = setting([], "rad; the group's joint positions")
+    velocities: List[float] = setting([], "rad/s; > 0; per-joint speed caps")
+
+    def __post_init__(self) -> None:
+        if len(self.positions) != len(self.velocities) or not self.positions \
+                or not all(math.isfinite(v) for v in list(self.positions) + list(self.velocities)) \
+                or any(v <= 0.0 for v in self.velocities):
+            raise ValueError("positions and velocities (> 0) of one length, finite")
 
 
 @dataclass(frozen=True)
-class RcConfig:
-    dead_band: float = 0.05
-    stale_timeout: float = 0.5
-    drive_mode: int = 2
-    host_mode: int = 5
-    corner_threshold: float = 0.6      # |x| and |y| both beyond this: the stick is in a corner
-    stop_on_handover: bool = True
-    mapping: Mapping[str, AxisMap] = field(default_factory=lambda: {
-        "linear_x": AxisMap("left_y", 1.0, 1.0),
-        "linear_y": AxisMap("left_x", -1.0, 0.5),
-        "angular_z": AxisMap("right_x", -1.0, 1.0)})
-    gestures: tuple[Gesture, ...] = ()
+class Gesture(Settings):
+    """Both sticks held in the given corners for hold_s seconds: the targets, once. Raises ValueError on
+    construction unless both corners are [±1, ±1] and there is at least one target."""
 
-    @classmethod
-    def from_params(cls, p: Mapping[str, Any]) -> tuple["RcConfig", list[str]]:
-        """Config from the node's params; ValueError on nonsense, notes for values that were clamped."""
-        notes: list[str] = []
-        d = cls()
-        dead_band = float(p.get("dead_band", d.dead_band))
-        if not 0.0 <= dead_band < 0.5:
-            raise ValueError(f"dead_band must be in [0, 0.5), not {dead_band}")
-        threshold = float(p.get("corner_threshold", d.corner_threshold))
-        if not dead_band < threshold < 1.0:
-            raise ValueError(f"corner_threshold must be in (dead_band, 1), not {threshold}")
-        stale = float(p.get("stale_timeout", d.stale_timeout))
-        if not stale > 0.0:
-            raise ValueError(f"stale_timeout must be > 0, not {stale}")
-        mapping = dict(d.mapping)
-        for name, spec in (p.get("mapping") or {}).items():
-            if name not in TWIST_FIELDS:
-                raise ValueError(f"mapping: unknown twist field {name!r}; known {TWIST_FIELDS}")
-            base = mapping[name]
-            axis = str(spec.get("axis", base.axis))
-            if axis not in AXES:
-                raise ValueError(f"mapping/{name}: unknown axis {axis!r}; known {AXES}")
-            sign = float(spec.get("sign", base.sign))
-            if sign not in (1.0, -1.0):
-                raise ValueError(f"mapping/{name}: sign must be 1 or -1, not {sign}")
-            max_speed = float(spec.get("max_speed", base.max_speed))
-            if not (math.isfinite(max_speed) and max_speed >= 0.0):
-                raise ValueError(f"mapping/{name}: max_speed must be finite and >= 0, not {max_speed}")
-            if max_speed > CHASSIS_LIMITS[name]:
-                notes.append(f"mapping/{name}: max_speed {max_speed} clamped to the chassis limit "
-                             f"{CHASSIS_LIMITS[name]}")
-                max_speed = CHASSIS_LIMITS[name]
-            mapping[name] = AxisMap(axis, sign, max_speed)
-        gestures = tuple(_gesture(name, spec) for name, spec in (p.get("gestures") or {}).items())
-        corners = [(g.left, g.right) for g in gestures]
+    left: Optional[Tuple[int, int]] = setting(None, "[x sign, y sign] of the left stick's corner, each 1 or -1")
+    right: Optional[Tuple[int, int]] = setting(None, "[x sign, y sign] of the right stick's corner")
+    hold_s: float = setting(1.0, "s; how long both sticks are held (a deliberate hold)", low=0.5)
+    torso: Optional[JointTarget] = setting(None, "the torso's target (`positions`, `velocities`)")
+    left_arm: Optional[JointTarget] = setting(None, "the left arm's target")
+    right_arm: Optional[JointTarget] = setting(None, "the right arm's target")
+
+    def __post_init__(self) -> None:
+        for side in ("left", "right"):
+            c = getattr(self, side)
+            if c is None or len(c) != 2 or any(v not in (-1, 1) for v in c):
+                raise ValueError(f"{side}: a corner is [x sign, y sign] with signs ±1, not {c}")
+        if not self.targets:
+            raise ValueError("no targets (torso, left_arm, right_arm)")
+
+    @property
+    def targets(self) -> Tuple[Target, ...]:
+        """The targets it sends, in TARGET_GROUPS order."""
+        out = []
+        for group in TARGET_GROUPS:
+            t = getattr(self, group)
+            if t is not None:
+                out.append(Target(group, tuple(t.positions), tuple(t.velocities)))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class RcConfig(Settings):
+    """The manager's behaviour. Raises ValueError on construction unless 0 <= dead_band < 0.5,
+    dead_band < corner_threshold < 1, stale_timeout > 0 and no two gestures share their corners."""
+
+    dead_band: float = setting(0.05, "stick travel that reads as zero, in [0, 0.5); the rest is rescaled to "
+                               "[0, 1]")
+    stale_timeout: float = setting(0.5, "s; > 0; /controller older than this (ROS and wall time): park (zero "
+                                   "Twist)")
+    drive_mode: int = setting(2, "switch position: the remote drives the chassis")
+    host_mode: int = setting(5, "switch position: the host computer is in control; nothing is published")
+    corner_threshold: float = setting(0.6, "in (dead_band, 1); both axes of a stick beyond this (in magnitude): "
+                                      "it is in a corner (gestures); reachable on a round stick gate (0.707 at "
+                                      "45°)")
+    stop_on_handover: bool = setting(True, "one zero Twist when the switch goes from drive_mode to host_mode")
+    mapping: StickMapping = setting(StickMapping(), "twist component <- stick (`axis`, `sign`, `max_speed`)")
+    gestures: Dict[str, Gesture] = setting({}, "name -> `left`, `right` corners, `hold_s`, targets (`torso`, "
+                                           "`left_arm`, `right_arm`)")
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dead_band < 0.5:
+            raise ValueError(f"dead_band must be in [0, 0.5), not {self.dead_band}")
+        if not self.dead_band < self.corner_threshold < 1.0:
+            raise ValueError(f"corner_threshold must be in (dead_band, 1), not {self.corner_threshold}")
+        if not self.stale_timeout > 0.0:
+            raise ValueError(f"stale_timeout must be > 0, not {self.stale_timeout}")
+        corners = [(g.left, g.right) for g in self.gestures.values()]
         if len(set(corners)) != len(corners):
             raise ValueError("two gestures use the same pair of corners")
-        return cls(dead_band, stale, int(p.get("drive_mode", d.drive_mode)), int(p.get("host_mode", d.host_mode)),
-                   threshold, bool(p.get("stop_on_handover", d.stop_on_handover)), mapping, gestures), notes
 
-
-def _corner(name: str, value: Any) -> tuple[int, int]:
-    c = tuple(int(v) for v in value)
-    if len(c) != 2 or any(v not in (-1, 1) for v in c):
-        raise ValueError(f"gesture {name}: a corner is [x sign, y sign] with signs ±1, not {value}")
-    return c  # type: ignore[return-value]
-
-
-def _gesture(name: str, spec: Mapping[str, Any]) -> Gesture:
-    hold = float(spec.get("hold_s", 1.0))
-    if not hold >= 0.5:
-        raise ValueError(f"gesture {name}: hold_s must be >= 0.5 s (a deliberate hold), not {hold}")
-    targets = []
-    for group in TARGET_GROUPS:
-        t = spec.get(group)
-        if t is None:
-            continue
-        pos = tuple(float(v) for v in t["positions"])
-        vel = tuple(float(v) for v in t["velocities"])
-        if len(pos) != len(vel) or not pos or not all(math.isfinite(v) for v in pos + vel) \
-                or any(v <= 0.0 for v in vel):
-            raise ValueError(f"gesture {name}/{group}: positions and velocities (> 0) of one length, finite")
-        targets.append(Target(group, pos, vel))
-    if not targets:
-        raise ValueError(f"gesture {name}: no targets (torso, left_arm, right_arm)")
-    return Gesture(name, _corner(name, spec["left"]), _corner(name, spec["right"]), hold, tuple(targets))
+    def clamped(self) -> Tuple["RcConfig", List[str]]:
+        """This config with every max_speed within the chassis topic's limits (CHASSIS_LIMITS), and a
+        note per value that was clamped."""
+        notes, axes = [], {}
+        for name in TWIST_FIELDS:
+            a = self.mapping[name]
+            if a.max_speed > CHASSIS_LIMITS[name]:
+                notes.append(f"mapping/{name}: max_speed {a.max_speed} clamped to the chassis limit "
+                             f"{CHASSIS_LIMITS[name]}")
+                a = replace(a, max_speed=CHASSIS_LIMITS[name])
+            axes[name] = a
+        return replace(self, mapping=StickMapping(**axes)), notes
 
 
 @dataclass(frozen=True)
 class Twist:
+    """A chassis Twist's planar part: m/s, m/s, rad/s (REP 103)."""
+
     linear_x: float = 0.0
     linear_y: float = 0.0
     angular_z: float = 0.0
@@ -185,6 +212,9 @@ def dead_band(x: float, band: float) -> float:
 
 
 class RcManager:
+    """The manager's state machine: `on_signal` per /controller sample, `step` per tick (see the module's
+    docstring). Times are the caller's clock [s]."""
+
     def __init__(self, config: RcConfig):
         self.cfg = config
         self.signal: Sticks | None = None
@@ -211,25 +241,27 @@ class RcManager:
         th = self.cfg.corner_threshold
         return x * corner[0] >= th and y * corner[1] >= th
 
-    def _gesture_pose(self, sig: Sticks) -> Gesture | None:
-        for g in self.cfg.gestures:
+    def _gesture_pose(self, sig: Sticks) -> str | None:
+        """The name of the gesture whose corners both sticks are in, if any."""
+        for name, g in self.cfg.gestures.items():
             if self._in_corner(sig.left_x, sig.left_y, g.left) and self._in_corner(sig.right_x, sig.right_y, g.right):
-                return g
+                return name
         return None
 
     def _track_gestures(self, sig: Sticks, now: float) -> None:
         """Hold timers run on every sample: leaving the corners (even for one sample) restarts them."""
         engaged = self._engaged and sig.mode == self.cfg.drive_mode == self._mode
-        g = self._gesture_pose(sig) if engaged else None
+        held = self._gesture_pose(sig) if engaged else None
         for name in list(self._hold):
-            if g is None or name != g.name:
+            if name != held:
                 del self._hold[name]
                 self._fired.discard(name)
-        if g is None:
+        if held is None:
             return
-        start = self._hold.setdefault(g.name, now)
-        if g.name not in self._fired and now - start >= g.hold_s:
-            self._fired.add(g.name)
+        g = self.cfg.gestures[held]
+        start = self._hold.setdefault(held, now)
+        if held not in self._fired and now - start >= g.hold_s:
+            self._fired.add(held)
             self._pending.extend(g.targets)
             self.fired_count += 1
             self._armed = False            # no driving until the sticks are back at rest
