@@ -38,87 +38,60 @@ from mobiman.tracker.joint_tracker import (
 )
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
-from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
+from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, run_node
+from r1_common.settings import ConfigError
 from r1_common.throttle import Throttle
-from r1_common.validation import (
-    FEEDBACK_MARGIN,
-    STREAM_MAX_AGE,
-    STREAM_MAX_AHEAD,
-    InputError,
-    data_time,
-    plausible_positions,
-)
-
-ARMS = {"left_arm": "/hdas/feedback_arm_left", "right_arm": "/hdas/feedback_arm_right"}
+from r1_common.validation import FEEDBACK_MARGIN, InputError, plausible_positions
 
 
 class TorsoSpeedNode:
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         """`params`, `name`: this node's private parameters and name when it is hosted in another process
-        (`mobiman.nodes.controller_host`); by default the process's own node."""
+        (`mobiman.nodes.controller_host`); by default the process's own node. ConfigError for a
+        configuration it cannot use (naming the key)."""
         self.name = name or rospy.get_name()
         self.throttle = Throttle(period=5.0)
-        p: dict[str, Any] = rospy.get_param("~") if params is None else params
-        try:
-            cfg = TorsoSpeedConfig.from_params(p)
-        except (TypeError, ValueError) as e:
-            raise SystemExit(f"{self.name}: bad parameter: {e}") from None
-        self.feedback_timeout = float(p.get("feedback_timeout", 0.05))
-        gravity_at = str(p.get("gravity_at", "planned"))
-        if gravity_at not in ("planned", "measured"):
-            raise SystemExit(f"{self.name}: gravity_at must be planned or measured, not {gravity_at!r}")
-        self.gravity_at_plan = gravity_at == "planned"
-        self.inertial = float(p.get("inertial_feedforward", 1.0))
-        groups_file = p.get("joint_groups_file") or str(
+        cfg = TorsoSpeedConfig.from_params(rospy.get_param("~", {}) if params is None else params)
+        self.gravity_at_plan = cfg.gravity_at == "planned"
+        self.inertial = cfg.inertial_feedforward
+        groups_file = cfg.joint_groups_file or str(
             Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
         joint_groups, _ = load_group_config(groups_file)
-        urdf = rospy.get_param(p.get("robot_description_param", "robot_description"), "")
+        urdf = rospy.get_param(cfg.robot_description_param, "")
         if not urdf:
-            raise SystemExit(f"{self.name}: no robot_description on the parameter server")
+            raise ConfigError(cfg.robot_description_param, "no robot description (URDF) on the parameter server")
         self.model = RobotModel(urdf, joint_groups)
         self.core = TorsoSpeedController(self.model, cfg)
+        self.clock = self.core.clock                   # the feedback's freshness (and the core's ticks)
         self.torso_joints = list(joint_groups["torso"])
         self.urdf_joints = frozenset(self.model.model.names[1:])
         self.effort = self.model.limits("torso").effort.copy()     # t_ff stays within the URDF's torque limits
         self.torque_clamped = 0
-        self.kp = np.array(p.get("kp", [500.0, 500.0, 400.0, 200.0]), float)
-        self.kd = np.array(p.get("kd", [5.0, 5.0, 5.0, 3.0]), float)
-        if self.kp.shape != (4,) or self.kd.shape != (4,):
-            raise SystemExit(f"{self.name}: kp and kd need 4 entries each")
-        self.friction_coulomb = np.array(p.get("friction_coulomb", [0.0] * 4), float)
-        self.friction_viscous = np.array(p.get("friction_viscous", [0.0] * 4), float)
-        self.friction_smoothing = float(p.get("friction_smoothing", 0.02))
-        if (self.friction_coulomb.shape != (4,) or self.friction_viscous.shape != (4,)
-                or np.any(self.friction_coulomb < 0) or np.any(self.friction_viscous < 0)
-                or not self.friction_smoothing > 0):
-            raise SystemExit(f"{self.name}: friction_coulomb and friction_viscous need 4 non-negative entries "
-                             "each, friction_smoothing a positive value")
+        self.kp, self.kd = np.array(cfg.kp, float), np.array(cfg.kd, float)
+        self.friction_coulomb = np.array(cfg.friction_coulomb, float)
+        self.friction_viscous = np.array(cfg.friction_viscous, float)
+        self.friction_smoothing = cfg.friction_smoothing
         self.lock = threading.Lock()                   # the core and the pinocchio data
         self.posture = Posture(self.model)             # the measured upper body, for gravity (under lock)
-        self.feedback_stamp, self.feedback_wall = -1e9, -1e9
-        self.stale, self.stale_count, self.bad_feedback, self.bad_stamps = False, 0, 0, 0
+        self.bad_feedback, self.bad_stamps = 0, 0
         # one tick per feedback message: rate (ROS time), compute, latency = the feedback's stamp ->
         # the motor_control publish
         self.stats = LoopStats()
         self.last_state: np.ndarray | None = None      # measured (x, z, pitch)
 
-        self.out = DirectPublisher(p.get("command_topic", "/motion_control/control_torso"), motor_control,
-                                   tcp_nodelay=True)
+        self.out = DirectPublisher(cfg.command_topic, motor_control, tcp_nodelay=True)
         self.state_pub = QuietPublisher(f"{self.name}/torso_link3", PoseStamped, queue_size=1)   # ~torso_link3
-        rospy.Subscriber(p.get("speed_topic", "/motion_target/target_speed_torso"), Twist, self._on_speed,
-                         queue_size=10, tcp_nodelay=True)
-        rospy.Subscriber(p.get("target_topic", "/motion_target/target_joint_state_torso"), JointState,
-                         self._on_target, queue_size=10, tcp_nodelay=True)
-        rospy.Subscriber(p.get("feedback_topic", "/hdas/feedback_torso"), JointState, self._on_feedback,
-                         queue_size=1, tcp_nodelay=True)
-        for group, topic in ARMS.items():   # the arms' posture shapes the torso's gravity load
-            rospy.Subscriber(p.get(f"{group}_feedback_topic", topic), JointState, self._on_arm_feedback, group,
-                             queue_size=1)
+        rospy.Subscriber(cfg.speed_topic, Twist, self._on_speed, queue_size=10, tcp_nodelay=True)
+        rospy.Subscriber(cfg.target_topic, JointState, self._on_target, queue_size=10, tcp_nodelay=True)
+        rospy.Subscriber(cfg.feedback_topic, JointState, self._on_feedback, queue_size=1, tcp_nodelay=True)
+        for group, topic in (("left_arm", cfg.left_arm_feedback_topic), ("right_arm", cfg.right_arm_feedback_topic)):
+            # the arms' posture shapes the torso's gravity load
+            rospy.Subscriber(topic, JointState, self._on_arm_feedback, group, queue_size=1)
         WallTimer(0.02, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
         rospy.loginfo(f"{self.name}: speed limit {cfg.max_speed} m/s, acceleration {cfg.max_acceleration} m/s², "
                       f"workspace x {list(cfg.workspace_x)} z {list(cfg.workspace_z)}, command timeout "
-                      f"{cfg.command_timeout} s, gravity at the {gravity_at} torso posture; waiting for feedback")
+                      f"{cfg.command_timeout} s, gravity at the {cfg.gravity_at} torso posture; waiting for feedback")
 
     # -- inputs ----------------------------------------------------------------------------
     def _on_speed(self, msg: Twist) -> None:
@@ -174,14 +147,13 @@ class TorsoSpeedNode:
             self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback ignored: {e}")
             return
         received = rospy.get_time()
-        now, stamp_note = data_time(msg.header.stamp.to_sec(), received, STREAM_MAX_AGE, STREAM_MAX_AHEAD)
-        if stamp_note:
-            self.bad_stamps += 1
-            self.throttle(rospy.logwarn, "stamp", f"{self.name}: torso feedback {stamp_note}")
         with self.lock:
-            self.feedback_stamp, self.feedback_wall = received, time.monotonic()
-            if self.stale:
-                self.stale = False
+            arrival = self.clock.receive(msg.header.stamp.to_sec(), received)
+            now = arrival.time
+            if arrival.stamp_note:
+                self.bad_stamps += 1
+                self.throttle(rospy.logwarn, "stamp", f"{self.name}: torso feedback {arrival.stamp_note}")
+            if arrival.back:
                 self.throttle(rospy.loginfo, "back", f"{self.name}: torso feedback is back; publishing again")
             first = not self.core.started
             cmd = self.core.step(now, q)
@@ -210,7 +182,7 @@ class TorsoSpeedNode:
         out.p_des, out.v_des = cmd.position.tolist(), cmd.velocity.tolist()
         out.kp, out.kd, out.t_ff = self.kp.tolist(), self.kd.tolist(), t_ff.tolist()
         self.out.publish(out)
-        self._publish_state(rospy.Time.from_sec(now) if stamp_note or msg.header.stamp.is_zero()
+        self._publish_state(rospy.Time.from_sec(now) if arrival.stamp_note or msg.header.stamp.is_zero()
                             else msg.header.stamp, pose)
         self.last_state = state
         sent = out.header.stamp.to_sec()
@@ -228,16 +200,14 @@ class TorsoSpeedNode:
 
     # -- supervision -----------------------------------------------------------------------
     def _watch(self, _event: Any) -> None:
-        """Feedback is stale when old in ROS time *and* in wall time (a simulated clock that jumps
-        ahead is not a silent driver; on the robot the two are the same)."""
-        now, wall = rospy.get_time(), time.monotonic()
-        if (self.core.started and not self.stale and now - self.feedback_stamp > self.feedback_timeout
-                and wall - self.feedback_wall > self.feedback_timeout):
-            self.stale = True
-            self.stale_count += 1
+        """Feedback is stale when old in ROS time *and* in wall time (mobiman.tracker.feedback_clock)."""
+        now = rospy.get_time()
+        with self.lock:
+            went_stale = self.core.started and self.clock.check_stale(now)
+        if went_stale:
             self.throttle(rospy.logwarn, "stale", f"{self.name}: torso feedback stale for "
-                          f"{now - self.feedback_stamp:.3f} s (> {self.feedback_timeout} s): not publishing until "
-                          f"it is back (HDAS holds the last command); {self.stale_count} times so far")
+                          f"{self.clock.age(now):.3f} s (> {self.clock.timeout} s): not publishing until "
+                          f"it is back (HDAS holds the last command); {self.clock.stale_events} times so far")
 
     def _diagnostic_statuses(self) -> list[DiagnosticStatus]:
         """The standard loop keys (r1_common.loop_stats), the counters (dropped and clamped are the
@@ -245,20 +215,17 @@ class TorsoSpeedNode:
         now = rospy.get_time()
         with self.lock:
             stats, mode, v = dict(self.core.stats), self.core.mode, self.core.cartesian_velocity
-            started = self.core.started
-        state = "waiting for feedback" if not started else ("feedback stale" if self.stale else mode)
-        level = DiagnosticStatus.WARN if self.stale or not started else DiagnosticStatus.OK
+            started, stale = self.core.started, self.clock.stale
+        state = "waiting for feedback" if not started else ("feedback stale" if stale else mode)
+        level = DiagnosticStatus.WARN if stale or not started else DiagnosticStatus.OK
         values = {"dropped": stats["dropped"], "clamped": stats["clamped"], "errors": self.bad_feedback,
                   "cartesian_velocity": np.round(v, 4).tolist(),
                   "torso_link3_x_z_pitch": [] if self.last_state is None else np.round(self.last_state, 4).tolist(),
-                  "stale_feedback_events": self.stale_count, "bad_feedback": self.bad_feedback,
+                  "stale_feedback_events": self.clock.stale_events, "bad_feedback": self.bad_feedback,
                   "bad_stamps": self.bad_stamps,
                   "torque_clamped": self.torque_clamped, **stats}
         return [status(f"{self.name}: torso speed control", "torso", level, state, self.stats.values(now, values))]
 
 
 def main() -> None:
-    rospy.init_node("torso_speed_control")
-    stop_within()   # gone within seconds of a SIGINT, whatever hangs
-    TorsoSpeedNode()
-    rospy.spin()
+    run_node("torso_speed_control", TorsoSpeedNode)
