@@ -1,7 +1,7 @@
 """The settings of chassis_control_node, r1_control_manager, r1_eepose_pub_node and feedback_joint_states,
 declared once (r1_common.settings): the shipped YAMLs hold only deliberate overrides and are accepted, so
 are the parameters the launch and test files put in the nodes' namespaces; bad ones are a ConfigError
-naming the key; the docs show each node's generated table (test_node_settings.py keeps every table equal
+naming the key; the docs show each node's generated table (tests/test_settings_docs.py keeps every table equal
 to its declaration)."""
 from __future__ import annotations
 

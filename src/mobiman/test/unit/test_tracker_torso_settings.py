@@ -134,7 +134,7 @@ def test_one_following_error_for_both_nodes() -> None:
     ("torso_speed_control.md", ["mobiman.torso.config.TorsoSpeedConfig"]),
 ])
 def test_the_docs_show_the_declarations(doc: str, classes: list) -> None:
-    """Each declaration has its generated table in the node's doc (test_node_settings.py keeps each equal)."""
+    """Each declaration has its generated table in the node's doc (tests/test_settings_docs.py keeps each equal)."""
     text = (WS / "docs" / doc).read_text()
     for path in classes:
         assert f"<!-- settings: {path} -->" in text, f"docs/{doc} lacks the table of {path}"

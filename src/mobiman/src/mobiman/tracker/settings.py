@@ -3,7 +3,7 @@
 Loaded from the node's private namespace: config/joint_tracker.yaml, joint_tracker_fast.yaml for the
 fast variants, and the launch file's `disable_torso`, `output_mode`. Entry counts per group depend on
 the joint groups and are checked when the groups are built (mobiman.tracker.group.build_groups).
-docs/joint_tracker.md shows the tables `markdown_table()` makes of these (test_node_settings.py keeps them equal).
+docs/joint_tracker.md shows the tables `markdown_table()` makes of these (tests/test_settings_docs.py keeps them equal).
 """
 from __future__ import annotations
 
