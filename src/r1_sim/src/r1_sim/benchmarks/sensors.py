@@ -141,7 +141,7 @@ def markdown(result: dict) -> str:
     c = result["core_share"]
     lines += ["", "Share of one core (CPU ms per frame x rate, simulated time at real time, every topic subscribed):",
               "",
-              f"- default sizes and rates, the sensors enabled in sensors.yaml: "
+              f"- default sizes and rates, the sensors enabled (the node's settings): "
               f"**{c['default_sizes_default_rates_enabled']}**",
               f"- default sizes and rates, every sensor: {c['default_sizes_default_rates_all']}",
               f"- vendor sizes at the vendor's rates (15 fps cameras, 10 Hz lidar): "
