@@ -2,7 +2,7 @@
 # Window HDAS: the driver.
 #   R1_SIM=1  the simulated robot: roslaunch HDAS r1_sim.launch (its own bus namespace per boot;
 #             R1_SIM_LAUNCH_ARGS adds arguments; unset, light:=true below 4 cores)
-#   else      the robot: brings can0..can3 (the channels of config/r1_buses_robot.yaml, or
+#   else      the robot: brings can0..can3 (the channels of r1_can/config/r1_buses_robot.yaml, or
 #             R1_CAN_CHANNELS) up at 1 Mbit/s when they are down, then roslaunch HDAS r1.launch
 set -eo pipefail
 # shellcheck disable=SC1091
@@ -25,7 +25,7 @@ IP="$(command -v ip || true)"
 [ -n "$IP" ] || r1_die "the ip command is missing (apt-get install iproute2): cannot check the CAN buses"
 channels="${R1_CAN_CHANNELS:-}"
 if [ -z "$channels" ]; then
-  buses="$(rospack find HDAS)/config/r1_buses_robot.yaml"
+  buses="$(rospack find r1_can)/config/r1_buses_robot.yaml"
   channels="$(sed -n 's/.*channel:[[:space:]]*\(can[0-9]*\).*/\1/p' "$buses" 2>/dev/null | paste -sd ' ')"
   channels="${channels:-can0 can1 can2 can3}"
 fi

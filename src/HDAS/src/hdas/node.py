@@ -2,12 +2,18 @@
 
 A thin wrapper: the motor groups (`hdas.motor_group`) hold the control and
 safety logic, the boards (`hdas.boards`) turn board frames into messages, the
-buses (`r1_can.bus`) move frames. This file reads params, wires topics and
-services to them and publishes at the rates of the stock driver.
+buses (`r1_can.bus`) move frames. This file reads params (the node's settings,
+`hdas.settings.HdasSettings`, and the robot's CAN layout, `r1_can.config`), wires
+topics and services to them and publishes at the rates of the stock driver.
+
+A configuration it cannot use (a bad or unknown parameter, a bad layout, no robot_description, a
+motor joint without usable URDF limits) raises ConfigError naming the parameter, and a bus that
+cannot be opened BusOpenError: `main` ends the process with one fatal line and exit status 1.
 """
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -23,43 +29,15 @@ from std_msgs.msg import Float32
 from hdas.boards import Board, make_board
 from hdas.commanders import Commanders
 from hdas.motor_group import SERVICE_FUNCTIONS, ChassisGroup, CommandError, Function, MotorGroup
+from hdas.settings import NODE, HdasSettings
 from hdas.urdf_limits import limit_arrays, read_limits
 from r1_can.bus import BusLoop, DriverBus, open_bus
-from r1_can.config import FRAME_BITS, ConfigError, RobotConfig, parse_config
+from r1_can.config import FRAME_BITS, RobotConfig, layout_of, parse_config
 from r1_common.diagnostics import DiagnosticsPublisher, status
-from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, stop_within
+from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, run_node
+from r1_common.settings import ConfigError
 from r1_common.throttle import Throttle
 
-# Stock topic params (r1_sdk_facts.md §2.2): param name -> default topic.
-TOPICS = {
-    "left_arm_feedback_topic": "/hdas/feedback_arm_left",
-    "right_arm_feedback_topic": "/hdas/feedback_arm_right",
-    "left_gripper_feedback_topic": "/hdas/feedback_gripper_left",
-    "right_gripper_feedback_topic": "/hdas/feedback_gripper_right",
-    "torso_feedback_topic_name": "/hdas/feedback_torso",
-    "chassis_feedback_topic_name": "/hdas/feedback_chassis",
-    "left_arm_joint_control_topic": "/motion_control/control_arm_left",
-    "right_arm_joint_control_topic": "/motion_control/control_arm_right",
-    "left_gripper_joint_control_topic": "/motion_control/control_gripper_left",
-    "right_gripper_joint_control_topic": "/motion_control/control_gripper_right",
-    "left_gripper_position_control_topic": "/motion_control/position_control_gripper_left",
-    "right_gripper_position_control_topic": "/motion_control/position_control_gripper_right",
-    "torso_control_command_topic_name": "/motion_control/control_torso",
-    "chassis_control_command_topic_name": "/motion_control/control_chassis",
-    "left_arm_error_topic_name": "/hdas/feedback_status_arm_left",
-    "right_arm_error_topic_name": "/hdas/feedback_status_arm_right",
-    "left_gripper_error_topic_name": "/hdas/feedback_status_gripper_left",
-    "right_gripper_error_topic_name": "/hdas/feedback_status_gripper_right",
-    "torso_error_topic_name": "/hdas/feedback_status_torso",
-    "chassis_error_topic_name": "/hdas/feedback_status_chassis",
-    "chassis_imu_feedback_topic_name": "/hdas/imu_chassis",
-    "torso_imu_feedback_topic_name": "/hdas/imu_torso",
-    "bms_feedback_topic_name": "/hdas/bms",
-    "controller_topic_name": "/controller",
-    "function_frame_service_left_arm_name": "/hdas/function_frame_left_arm",
-    "function_frame_service_right_arm_name": "/hdas/function_frame_right_arm",
-    "function_frame_service_torso_name": "/hdas/function_frame_torso",
-}
 # group -> (feedback, command, status, service) topic params
 GROUP_TOPICS = {
     "left_arm": ("left_arm_feedback_topic", "left_arm_joint_control_topic", "left_arm_error_topic_name",
@@ -83,18 +61,25 @@ SERVICE_WAIT = 10.0  # [s] a function frame's answer (the request itself gives u
 STATUS_CHECK_PERIOD = 0.02   # [s] error bits are evaluated this often; a change is published at once
 
 
+class BusOpenError(RuntimeError):
+    """A bus of the layout cannot be opened (its interface is down or missing, the simulator is not running)."""
+
+
 class HdasNode:
     def __init__(self) -> None:
+        """Raises ConfigError naming the parameter, BusOpenError naming the bus."""
         self.throttle = Throttle()
         self.commanders = Commanders()      # who sends on each command topic (two at once fight)
-        self.topics = {k: rospy.get_param(f"~{k}", v) for k, v in TOPICS.items()}
-        try:
-            self.config: RobotConfig = parse_config(rospy.get_param("~"))
-        except (ConfigError, KeyError) as e:
-            raise SystemExit(f"HDAS: bad configuration: {e}") from e
-        urdf = rospy.get_param(rospy.get_param("~robot_description_param", "robot_description"), "")
+        params = rospy.get_param("~", {})
+        where = rospy.get_name()
+        # the namespace holds the node's settings and the robot's CAN layout (LAYOUT_KEYS): each read apart
+        self.settings = s = HdasSettings.from_namespace(params, where=where)
+        self.topics = s.topics()
+        self.config: RobotConfig = parse_config(layout_of(params), where=where)
+        urdf = rospy.get_param(s.robot_description_param, "")
         if not urdf:
-            raise SystemExit("HDAS: no robot_description on the parameter server (joint limits come from the URDF)")
+            raise ConfigError(s.robot_description_param, "not on the parameter server (joint limits come from "
+                                                         "the URDF)")
         limits = read_limits(urdf)
         cfg = self.config
         self.groups: dict[str, MotorGroup] = {}
@@ -103,8 +88,8 @@ class HdasNode:
             try:
                 joint_limits = limit_arrays(limits, [m.joint for m in spec.motors])
             except ValueError as e:
-                raise SystemExit(f"HDAS: group {name}: {e}") from None
-            self.groups[name] = cls(spec, joint_limits, cfg.command_timeout, cfg.reply_timeout, cfg.enable_on_start)
+                raise ConfigError(s.robot_description_param, f"group {name}: {e}") from None
+            self.groups[name] = cls(spec, joint_limits, s.command_timeout, s.reply_timeout, s.enable_on_start)
             if rospy.get_param("/use_sim_time", False):
                 # simulated time may run far slower than real time: a controller ticking on it
                 # is slow, not silent (see MotorGroup._stale); on the robot the clocks agree
@@ -122,7 +107,7 @@ class HdasNode:
             try:
                 bus = open_bus(spec)
             except Exception as e:
-                raise SystemExit(f"HDAS: cannot open bus {name} ({spec.interface} {spec.channel}): {e}") from e
+                raise BusOpenError(f"cannot open bus {name} ({spec.interface} {spec.channel}): {e}") from e
             self.buses[name] = DriverBus(spec, bus, self._bus_error)
         self._wire_groups()
         self._wire_boards()
@@ -306,7 +291,7 @@ class HdasNode:
         in it changed (a fault within a period of its cause) and at the stock cadence (status_rate)
         otherwise; a change also publishes /diagnostics at once."""
         now = time.monotonic()
-        period = 1.0 / self.config.status_rate
+        period = 1.0 / self.settings.status_rate
         conditions = {g.name: g.conditions(now) for g in self.groups.values()}
         changed = []
         with self._status_lock:
@@ -432,10 +417,18 @@ class HdasNode:
             self.bus_loop.stop()
 
 
-def main() -> None:
-    rospy.init_node("HDAS")
-    stop_within()   # gone within seconds of a SIGINT, whatever hangs
-    node = HdasNode()
+def start_node() -> HdasNode:
+    """The node, started: its buses cycling. A bus that cannot be opened ends the process (one fatal line,
+    exit status 1, as a bad configuration does in run_node)."""
+    try:
+        node = HdasNode()
+    except BusOpenError as e:
+        rospy.logfatal(f"{rospy.get_name()}: {e}")
+        sys.exit(1)
     node.start()
     rospy.on_shutdown(node.stop)
-    rospy.spin()
+    return node
+
+
+def main() -> None:
+    run_node(NODE, start_node)

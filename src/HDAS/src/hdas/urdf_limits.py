@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hdas.motor_group import JointLimitArrays
+from hdas.command_limits import JointLimitArrays
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from hdas.errors import ARM_TABLE, TORSO_TABLE, Condition
-from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup
+from hdas.motor_group import ChassisGroup, CommandError, Function, MotorGroup, SequencerState
 from hdas.urdf_limits import limit_arrays, read_limits
 from r1_can import damiao
 from r1_can.config import parse_config
@@ -19,8 +19,8 @@ from r1_can.damiao import ControlMode
 from r1_sim.motor import SimMotor
 
 ROOT = Path(__file__).resolve().parents[3]
-CONFIG = yaml.safe_load((ROOT / "HDAS/config/r1.yaml").read_text())
-CONFIG.update(yaml.safe_load((ROOT / "HDAS/config/r1_buses_sim.yaml").read_text()))
+CONFIG = yaml.safe_load((ROOT / "r1_can/config/r1.yaml").read_text())
+CONFIG.update(yaml.safe_load((ROOT / "r1_can/config/r1_buses_sim.yaml").read_text()))
 SPEC = parse_config(CONFIG)
 LIMITS = read_limits((ROOT / "r1_description/urdf/r1_v2_1_0.urdf").read_text())
 DT = 0.002
@@ -78,7 +78,7 @@ ARM_START = [-1.5708, 0.0, -2.8346, 0.0, 0.0, 0.0, 0.02]
 def started_arm() -> Rig:
     rig = Rig("left_arm", ARM_START)
     rig.cycle(100)
-    assert rig.group.want_enabled and not rig.group._requests
+    assert rig.group.want_enabled and rig.group.sequencer.state is SequencerState.ENABLED
     return rig
 
 

@@ -5,7 +5,7 @@ Serves one `r1sim` bus per bus of the robot's CAN layout, steps the physics at `
 can: ground truth (/sim/joint_states, /sim/odom), fault injection (/sim/inject_fault) and the remote
 controller's sticks (/sim/remote).
 
-Parameters (private): the robot's CAN layout (r1_can.config.parse_config: HDAS/config/r1.yaml + a bus
+Parameters (private): the robot's CAN layout (r1_can.config.parse_config: r1_can/config/r1.yaml + a bus
 file) and r1_sim.sim_settings.SimSettings (docs/simulator.md). `robot_description` (global): the URDF.
 The bus namespace is the environment variable R1_SIM_NAMESPACE ("default" when unset).
 

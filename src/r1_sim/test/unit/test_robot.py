@@ -25,7 +25,7 @@ def load(*paths: Path) -> dict:
 
 @pytest.fixture()
 def robot() -> SimRobot:
-    params = load(SRC / "HDAS/config/r1.yaml", SRC / "HDAS/config/r1_buses_sim.yaml", SRC / "r1_sim/config/sim.yaml")
+    params = load(*(SRC / f"{p}.yaml" for p in ("r1_can/config/r1", "r1_can/config/r1_buses_sim", "r1_sim/config/sim")))
     urdf = (SRC / "r1_description/urdf/r1_v2_1_0.urdf").read_text()
     return SimRobot(parse_config(params), urdf, params, now=0.0)
 
