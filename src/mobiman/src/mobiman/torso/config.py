@@ -3,7 +3,8 @@
 One declaration for the whole node: the controller's limits and gains (read by `TorsoSpeedController`),
 the MIT output's gains and feed-forward, the feedback timeout and the topics (read by the node). Loaded
 from the node's private namespace (config/torso_speed_control.yaml); unknown keys are refused.
-docs/torso_speed_control.md shows the table `markdown_table()` makes of it (tests/test_settings_docs.py keeps them equal).
+docs/torso_speed_control.md shows the table `markdown_table()` makes of it (tests/test_settings_docs.py
+keeps them equal).
 """
 from __future__ import annotations
 
