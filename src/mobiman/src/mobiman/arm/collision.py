@@ -147,7 +147,8 @@ class CollisionModel:
         """The hand at `target` (torso_link4) is inside the torso, the head or the other arm. The
         hand's links are fixed to the gripper frame, so such a target collides in every posture."""
         oMe = self.arm.oMt * target
-        return bool(hand_touching(oMe.rotation, oMe.translation, self.hand, self.fixed))
+        # (C order: pinocchio's rotations are Fortran-ordered, a second compiled variant of the kernel)
+        return bool(hand_touching(np.ascontiguousarray(oMe.rotation), oMe.translation, self.hand, self.fixed))
 
     def last_clear(self, clear: np.ndarray, blocked: np.ndarray, halvings: int = 8) -> np.ndarray:
         """The last clear posture on the straight joint-space way from `clear` (clear) to `blocked`

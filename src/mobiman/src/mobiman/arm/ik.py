@@ -53,8 +53,9 @@ REACH_EDGE = 0.01               # [m] this close to the reach every posture has 
 
 
 class ArmIK:
-    """RelaxedIK-style IK of one R1 arm (see the module docstring). Raises ValueError for a side other
-    than left/right or a URDF whose arm is not a chain of 6 revolute joints."""
+    """RelaxedIK-style IK of one R1 arm (see the module docstring). `seed`: the RNG seed of the random
+    seed table (and, + 1, of the reach's check). Raises ValueError for a side other than left/right or
+    a URDF whose arm is not a chain of 6 revolute joints."""
 
     def __init__(self, urdf_xml: str, side: str, config: Optional[IkConfig] = None, seed: int = 0):
         self.config = config or IkConfig()
