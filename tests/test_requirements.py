@@ -60,7 +60,8 @@ def third_party_imports(path: Path) -> Set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             out.add(node.module.split(".")[0])
     workspace = {p.parent.name for p in WS.glob("src/*/src/*/__init__.py")} | {p.name for p in WS.glob("src/*")}
-    return {m for m in out - workspace - ROS if m != "__future__" and installed(m)}
+    return {m for m in out - workspace - ROS if m != "__future__" and not m.endswith(("_msgs", "_srvs"))
+            and installed(m)}
 
 
 def installed(module: str) -> bool:
