@@ -159,7 +159,7 @@ class DriverBus:
         self.cycles = 0
         self.stats = LoopStats(window_s=5.0)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None   # call_soon's Handle, then call_at's TimerHandle
         self._next_tick = 0.0
         self._notifier: can.Notifier | None = None
         self._own_loop: BusLoop | None = None

@@ -151,10 +151,10 @@ def _group(name: str, d: Any, buses: Mapping[str, BusSpec], where: str) -> Group
     if bus not in buses:
         raise ConfigError(_key(where, "bus"), f"bus '{bus}' is not defined under 'buses'")
     if kind == "chassis":
-        motors = {part: [_motor(m, f"{where}/{part}[{i}]")
-                         for i, m in enumerate(_items(_need(d, part, where), _key(where, part)))]
-                  for part in ("steer", "wheels")}
-        steer, wheels = motors["steer"], motors["wheels"]
+        parts = {part: [_motor(m, f"{where}/{part}[{i}]")
+                        for i, m in enumerate(_items(_need(d, part, where), _key(where, part)))]
+                 for part in ("steer", "wheels")}
+        steer, wheels = parts["steer"], parts["wheels"]
         if len(steer) != len(wheels):
             raise ConfigError(_key(where, "wheels"), f"{len(steer)} steer motors but {len(wheels)} wheels")
         params = {k: _number(d[k], _key(where, k)) for k in ("wheel_radius", "steer_speed_limit",
