@@ -61,7 +61,8 @@ class LoopStats:
             if self._t and self._t[-1] > now + 1.0:   # the clock went back (a restarted sim)
                 for c in cols:
                     c.clear()
-            return tuple(np.fromiter(c, dtype=float, count=len(c)) for c in cols)
+            t, compute, latency = (np.fromiter(c, dtype=float, count=len(c)) for c in cols)
+            return t, compute, latency
 
     @staticmethod
     def _rate(now: float, t: np.ndarray) -> float:
