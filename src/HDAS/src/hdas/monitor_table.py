@@ -120,7 +120,7 @@ MODULE_ALIGN = "<<>>><<"    # per column: < left, > right
 
 def module_rows(statuses: Mapping[str, Status], now: float, stale_after: float = STALE_AFTER) -> list[tuple[str, ...]]:
     """One row per module, sorted by name (a live display that does not reorder itself)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name in sorted(statuses, key=lambda n: (n.lower(), n)):
         s = statuses[name]
         v = s.values

@@ -274,8 +274,9 @@ class MotorGroup:
             self.sent_stamp = cmd.stamp
         if self.spec.gripper:
             g = self._gripper_command(now)
-            cmd = Command(*(np.concatenate([a, b]) for a, b in ((cmd.p, g.p), (cmd.v, g.v), (cmd.kp, g.kp),
-                                                                  (cmd.kd, g.kd), (cmd.t, g.t))), cmd.stamp)
+            cat = lambda a, b: np.concatenate([a, b])
+            cmd = Command(cat(cmd.p, g.p), cat(cmd.v, g.v), cat(cmd.kp, g.kp), cat(cmd.kd, g.kd), cat(cmd.t, g.t),
+                          cmd.stamp)
         if self.mode == "pid":
             return self.codec.encode_pid(cmd)
         robot_now = self._robot_now()

@@ -46,6 +46,8 @@ class FieldWindow:
     def bounds(self, index: int) -> tuple[float, float]:
         if isinstance(self.lower, tuple) and isinstance(self.upper, tuple):
             return self.lower[index], self.upper[index]
+        assert not isinstance(self.lower, tuple) and not isinstance(self.upper, tuple), \
+            "lower and upper are both lists or both numbers (_field refuses a mix)"
         return self.lower, self.upper
 
     def checked_indices(self, longest: int) -> int:

@@ -50,8 +50,9 @@ class SlewLimiter:
         if np.any(move != target - self.position):
             self.limited += 1
         self._budget -= np.abs(move)
-        self.position = self.position + move
-        return self.position.copy()
+        position = self.position + move
+        self.position = position
+        return position.copy()
 
     def follow(self, mask: np.ndarray, position: np.ndarray) -> None:
         """Set-points under `mask` are at `position` now (motors whose set-point means nothing, kp = 0)."""

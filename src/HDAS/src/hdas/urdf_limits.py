@@ -25,19 +25,20 @@ class JointLimit:
 
 def read_limits(urdf_xml: str) -> dict[str, JointLimit]:
     """name -> limits of every moving joint as written; continuous joints get ±inf position
-    limits, a missing velocity or effort attribute inf (`limit_arrays` refuses both for a motor)."""
+    limits, a missing velocity or effort attribute inf (`limit_arrays` refuses both for a motor);
+    a joint without a name (not valid URDF) is left out."""
     out = {}
     for j in ET.fromstring(urdf_xml).iter("joint"):
-        kind = j.get("type")
-        if kind in ("fixed", "floating", "planar"):
+        kind, name = j.get("type"), j.get("name")
+        if kind in ("fixed", "floating", "planar") or name is None:
             continue
         lim = j.find("limit")
         attrs = lim.attrib if lim is not None else {}
         get = lambda k, d, attrs=attrs: float(attrs.get(k, d))
         bounded = kind != "continuous"
-        out[j.get("name")] = JointLimit(get("lower", 0) if bounded else -math.inf,
-                                        get("upper", 0) if bounded else math.inf,
-                                        get("velocity", "inf"), get("effort", "inf"))
+        out[name] = JointLimit(get("lower", 0) if bounded else -math.inf,
+                               get("upper", 0) if bounded else math.inf,
+                               get("velocity", "inf"), get("effort", "inf"))
     return out
 
 
