@@ -33,7 +33,7 @@ from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
-import r1_can.config
+from r1_can.config import parse_config
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.ros_io import DirectPublisher, run_node
 from r1_common.settings import ConfigError
@@ -85,10 +85,7 @@ class SimNode:
         """:raises r1_common.settings.ConfigError: bad settings, a bad CAN layout, no robot_description."""
         params = rospy.get_param("~")
         self.settings = SimSettings.from_namespace(params)
-        try:
-            config = r1_can.config.parse_config(params)
-        except r1_can.config.ConfigError as e:
-            raise ConfigError("", f"the robot's CAN layout: {e}") from e
+        config = parse_config(params, where=NODE)      # the CAN layout; ConfigError names its key
         urdf = rospy.get_param("robot_description", None)
         if not urdf:
             raise ConfigError("robot_description", "not set: the simulator needs the robot's URDF")

@@ -2,9 +2,10 @@
 
 `SimRobot` is ROS-free. The node feeds it received frames (`handle`) and time
 (`step`, at the physics rate) and puts the frames it emits on the buses. Which
-motor sits on which bus under which ids comes from HDAS's own config, so the
-simulator answers exactly the ids the driver speaks to; how each motor moves
-the body comes from the URDF (pinocchio) and the chassis model.
+motor sits on which bus under which ids comes from the robot's CAN layout
+(r1_can.config), the driver's own, so the simulator answers exactly the ids the
+driver speaks to; how each motor moves the body comes from the URDF (pinocchio)
+and the chassis model; friction, gains and the rest from `SimSettings`.
 """
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ class SimRobot:
 
     @staticmethod
     def _make_chassis(urdf_xml: str, chassis: GroupSpec) -> SwerveChassisSim:
-        """Module positions from the URDF's steer joint origins, wheel radius from HDAS's config."""
+        """Module positions from the URDF's steer joint origins, wheel radius from the CAN layout."""
         import xml.etree.ElementTree as ET
         origins = {j.get("name"): j.find("origin") for j in ET.fromstring(urdf_xml).iter("joint")}
         modules = len(chassis.motors) // 2

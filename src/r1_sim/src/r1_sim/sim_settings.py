@@ -4,24 +4,21 @@
 rates, catch-up, lockstep) and the simulated robot (`r1_sim.robot.SimRobot`: start pose, friction,
 motor loop gains, comm watchdog, battery, remote, IMU noise). The node's namespace also holds the
 robot's CAN layout (r1_can/config/r1.yaml + a bus file, read by `r1_can.config.parse_config`), so that
-the simulator answers exactly the ids the driver speaks to; its top-level keys are `LAYOUT_KEYS`,
-passed to `from_params` as `ignore=`. docs/simulator.md shows `SimSettings.markdown_table()` and the
-tables of its sections.
+the simulator answers exactly the ids the driver speaks to; its top-level keys are
+`r1_can.config.LAYOUT_KEYS`, passed to `from_params` as `ignore=`. docs/simulator.md shows
+`SimSettings.markdown_table()` and the tables of its sections.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional
 
+from r1_can.config import LAYOUT_KEYS
 from r1_common.settings import Settings, setting
 
-NODE = "r1_sim"
+__all__ = ["MOTOR_KINDS", "NODE", "Battery", "Friction", "Imu", "MotorLoop", "Remote", "SimSettings"]
 
-# The top-level keys of the robot's CAN layout (r1_can/config/r1.yaml and the bus files), which
-# r1_sim.launch loads into the simulator's namespace beside its own settings: r1_can.config.parse_config
-# reads them (`robot` names the robot). They are the layout's, not the simulator's.
-LAYOUT_KEYS = ("robot", "buses", "groups", "boards", "command_timeout", "status_rate", "reply_timeout",
-               "enable_on_start")
+NODE = "r1_sim"
 
 MOTOR_KINDS = ("arm", "torso", "gripper", "steer", "wheel")
 

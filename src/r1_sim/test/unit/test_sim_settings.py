@@ -7,19 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r1_can.config import parse_config
+from r1_can.config import LAYOUT_KEYS, parse_config
 from r1_can.damiao import Register
 from r1_common.settings import ConfigError
 from r1_sim.robot import SimRobot
-from r1_sim.sim_settings import (
-    LAYOUT_KEYS,
-    Battery,
-    Friction,
-    Imu,
-    MotorLoop,
-    Remote,
-    SimSettings,
-)
+from r1_sim.sim_settings import Battery, Friction, Imu, MotorLoop, Remote, SimSettings
 
 SRC = Path(__file__).resolve().parents[3]
 R1_SIM_LAUNCH = SRC / "HDAS" / "launch" / "r1_sim.launch"
@@ -35,7 +27,7 @@ def test_what_r1_sim_launch_loads_is_accepted(launch_namespace, args, rates):
     s = SimSettings.from_namespace(ns)
     assert (s.physics_rate_hz, s.clock_rate_hz) == rates
     assert s.start_pose["left_arm_joint1"] == pytest.approx(-1.5708)
-    layout = parse_config(ns)                  # the rest of the namespace is the CAN layout
+    layout = parse_config(ns, where="r1_sim")     # the rest of the namespace is the CAN layout
     assert set(layout.buses) >= {"left_arm", "right_arm", "torso", "chassis"}
     assert set(ns) - set(SimSettings.to_params(s)) <= set(LAYOUT_KEYS)
 
