@@ -143,13 +143,17 @@ def shape_from_spec(spec: Mapping[str, Any],
 
 
 def scene_from_dict(data: Mapping[str, Any]) -> Scene:
-    """A scene from its YAML structure (see config/scene.yaml)."""
+    """A scene from its YAML structure (see config/scene.yaml).
+
+    :raises SceneError: naming the bad entry (unknown shape, sizes not positive, not numbers, ...)."""
     f = data.get("floor") or {}
-    floor = Floor(height=float(f.get("height", 0.0)),
-                  colours=tuple(tuple(_vec(c, 3, "floor.colours")) for c in f.get("colours", Floor().colours)),
-                  checker_m=float(f.get("checker_m", 0.5)), reflectivity=float(f.get("reflectivity", 40.0)))
-    if len(floor.colours) != 2 or floor.checker_m <= 0:
+    colours = [_vec(c, 3, "floor.colours") for c in f.get("colours", Floor().colours)]
+    checker_m = float(f.get("checker_m", 0.5))
+    if len(colours) != 2 or checker_m <= 0:
         raise SceneError("floor: two colours and a positive checker_m")
+    (r0, g0, b0), (r1, g1, b1) = (c.tolist() for c in colours)
+    floor = Floor(height=float(f.get("height", 0.0)), colours=((r0, g0, b0), (r1, g1, b1)), checker_m=checker_m,
+                  reflectivity=float(f.get("reflectivity", 40.0)))
     li = data.get("light") or {}
     direction = _vec(li.get("direction", Light().direction), 3, "light.direction")
     if np.linalg.norm(direction) == 0:

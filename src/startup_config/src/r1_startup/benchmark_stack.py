@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import rospkg
@@ -37,16 +37,18 @@ from r1_common.benchtools import StallProbe, cpu_seconds, descendants, free_port
 GOALS = {"total_cores": 1.5}
 
 
-def stock_windows() -> dict[str, tuple[float, float]]:
-    """Rate windows: HDAS's stock self-check windows, else ±10 % around the vendor's rate."""
+def stock_windows() -> Dict[str, Optional[Tuple[float, float]]]:
+    """Rate windows [Hz] by topic: HDAS's stock self-check windows, else ±10 % around the vendor's rate,
+    else None (no stock rate)."""
     from r1_startup.topics import load_topics
     from r1_startup.wait_stack import default_topics_file
     hdas = Path(rospkg.RosPack().get_path("HDAS"))
     checks = yaml.safe_load((hdas / "config/check_windows.yaml").read_text())["modes"][1]
-    out = {}
+    out: Dict[str, Optional[Tuple[float, float]]] = {}
     for s in load_topics(default_topics_file()):
         if s.name in checks:
-            out[s.name] = tuple(checks[s.name]["rate"])
+            low, high = checks[s.name]["rate"]
+            out[s.name] = (low, high)
         elif s.stock_hz:
             out[s.name] = (0.9 * s.stock_hz, 1.1 * s.stock_hz)
         else:
@@ -123,7 +125,8 @@ class LatencyRounds(threading.Thread):
         self.joint_targets: list[float] = []
         self.commands: list[tuple[float, bool]] = []
         self.ee = None
-        self.results = {"pose_to_joint_target": [], "joint_target_to_command": [], "pose_to_command": []}
+        self.results: Dict[str, List[float]] = {"pose_to_joint_target": [], "joint_target_to_command": [],
+                                                "pose_to_command": []}      # [s] per round
         self.pose_pub = rospy.Publisher("/motion_target/target_pose_arm_left", PoseStamped, queue_size=1,
                                         tcp_nodelay=True)
         rospy.Subscriber("/motion_target/target_joint_state_arm_left", JointState,
@@ -242,7 +245,7 @@ def measure(profile: str, duration: float, rounds: int, out_dir: Path) -> dict:
         rates, wall, ros = counters.stop()
         lat.running = False
         probe.running = False
-        procs = {}
+        procs: Dict[str, Dict[str, float]] = {}
         for p, c0 in cpu0.items():
             if Path(f"/proc/{p}").exists():
                 procs[names[p]] = {"cpu_percent": round(100 * (cpu_seconds(p) - c0) / wall, 1),

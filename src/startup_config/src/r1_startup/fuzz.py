@@ -20,10 +20,11 @@ what the fuzz test sends is what any program could publish.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 CATEGORIES = ("valid", "nonfinite", "huge", "length", "stamp", "frame", "names", "quaternion", "random",
               "extreme")
@@ -91,7 +92,7 @@ def _messages(msg: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[st
         base, array, fixed = _base(slot_type)
         if "/" in base or base == "Header":
             value = getattr(msg, name)
-            items = list(enumerate(value)) if (array or fixed) else [(None, value)]
+            items: List[Tuple[Optional[int], Any]] = list(enumerate(value)) if (array or fixed) else [(None, value)]
             for i, item in items:
                 if hasattr(item, "__slots__"):
                     yield from _messages(item, prefix + ((name,) if i is None else (name, str(i))))
@@ -219,11 +220,11 @@ class MessageFuzzer:
 
     def _random(self, msg: Any) -> None:
         for f in self.fields:
+            value: Callable[[], Any]
             if f.kind in FLOATS:
                 value = lambda: self.rng.uniform(-10.0, 10.0)
             elif f.kind in INTS:
-                lo, hi = INTS[f.kind]
-                value = lambda lo=lo, hi=hi: self.rng.randint(lo, hi)
+                value = functools.partial(self.rng.randint, *INTS[f.kind])
             elif f.kind == "bool":
                 value = lambda: self.rng.random() < 0.5
             else:
