@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
+import pytest
 from scipy.spatial.transform import Rotation
 
 from mobiman.model.tf_tree import TfTree
@@ -47,3 +48,17 @@ def test_joints_without_a_finite_position_are_left_out(r1_urdf):
     out = tree.moving({"torso_joint1": 0.3, "torso_joint2": float("nan")})
     assert [c for _, c, _, _ in out] == ["torso_link1"]
     assert len(tree.fixed()) == 21 and len(tree.moving_joints) == 26
+
+
+@pytest.mark.parametrize("joint, error", [
+    ('<joint type="fixed"><parent link="a"/><child link="b"/></joint>', "a joint without a name"),
+    ('<joint name="j" type="fixed"><child link="b"/></joint>', "joint j: no parent link"),
+    ('<joint name="j" type="fixed"><parent link="a"/><child/></joint>', "joint j: no child link"),
+    ('<joint name="j" type="fixed"><origin xyz="0 1"/><parent link="a"/><child link="b"/></joint>',
+     "joint j origin xyz: expected 3 numbers"),
+    ('<joint name="j" type="revolute"><axis xyz="0 0 0"/><parent link="a"/><child link="b"/></joint>',
+     "joint j: zero axis"),
+])
+def test_a_malformed_joint_is_a_value_error_naming_it(joint, error):
+    with pytest.raises(ValueError, match=error):
+        TfTree(f'<robot name="r"><link name="a"/><link name="b"/>{joint}</robot>')

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pinocchio as pin
 import yaml
 
@@ -111,7 +112,7 @@ class RobotModel:
         except KeyError:
             raise KeyError(f"unknown joint group '{name}'; known: {sorted(self._groups)}") from None
 
-    def configuration(self, groups: Mapping[str, Sequence[float]] | None = None,
+    def configuration(self, groups: Mapping[str, npt.ArrayLike] | None = None,
                       base: np.ndarray | None = None) -> np.ndarray:
         """Pinocchio configuration with the given group values; others from `base` or zero."""
         q = (self._q_neutral if base is None else base).copy()
@@ -119,19 +120,19 @@ class RobotModel:
             self.set_group(q, name, values)
         return q
 
-    def set_group(self, q: np.ndarray, group: str, values: Sequence[float]) -> None:
+    def set_group(self, q: np.ndarray, group: str, values: npt.ArrayLike) -> None:
         """Write a group's joint values (angles for continuous joints) into q in place."""
         g = self.group(group)
-        values = np.asarray(values, dtype=float)
-        if values.shape != (len(g.joints),):
-            raise ValueError(f"group '{group}' takes {len(g.joints)} values, got shape {values.shape}")
+        v = np.asarray(values, dtype=float)
+        if v.shape != (len(g.joints),):
+            raise ValueError(f"group '{group}' takes {len(g.joints)} values, got shape {v.shape}")
         if g.q_slice is not None:          # the common case (this runs per control tick)
-            q[g.q_slice] = values
+            q[g.q_slice] = v
             return
         if not g.continuous.any():
-            q[g.idx_q] = values
+            q[g.idx_q] = v
             return
-        for iq, cont, val in zip(g.idx_q, g.continuous, values):
+        for iq, cont, val in zip(g.idx_q, g.continuous, v):
             if cont:
                 q[iq], q[iq + 1] = np.cos(val), np.sin(val)
             else:
@@ -216,7 +217,7 @@ class RobotModel:
             self._zero_v = np.zeros(self.model.nv)
         return self._zero_v
 
-    def velocity_vector(self, groups: Mapping[str, Sequence[float]]) -> np.ndarray:
+    def velocity_vector(self, groups: Mapping[str, npt.ArrayLike]) -> np.ndarray:
         """A full v (or a) vector with the given group values, zero elsewhere."""
         v = np.zeros(self.model.nv)
         for name, values in groups.items():

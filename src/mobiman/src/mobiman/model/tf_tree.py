@@ -34,8 +34,23 @@ class UrdfJoint:
     axis: tuple[float, float, float]          # unit axis, in the joint's (child's) frame
 
 
-def _floats(text: str | None, default: str) -> tuple[float, ...]:
-    return tuple(float(x) for x in (text or default).split())
+def _vector3(element: ET.Element | None, attribute: str, default: str, what: str) -> tuple[float, float, float]:
+    """The three numbers of an element's attribute (xyz, rpy; `default` where the element or the
+    attribute is missing); ValueError naming `what` for another count."""
+    text = element.get(attribute) if element is not None else None
+    values = [float(x) for x in (text or default).split()]
+    if len(values) != 3:
+        raise ValueError(f"{what}: expected 3 numbers, got {text!r}")
+    return values[0], values[1], values[2]
+
+
+def _link(joint: ET.Element, tag: str) -> str:
+    """The link a joint's <parent> or <child> names; ValueError when it names none."""
+    el = joint.find(tag)
+    link = el.get("link") if el is not None else None
+    if link is None:
+        raise ValueError(f"joint {joint.get('name')}: no {tag} link")
+    return link
 
 
 def _multiply(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, float, float, float]:
@@ -50,26 +65,28 @@ class TfTree:
     """Every joint of a URDF as a transform between its parent and child links.
 
     Raises xml.etree.ElementTree.ParseError on XML it cannot parse, ValueError on a moving joint with a
-    zero axis."""
+    zero axis and on a joint without a name, a parent or child link, or three numbers in an xyz, rpy
+    or axis (what the URDF format asks)."""
 
     def __init__(self, urdf_xml: str):
         joints = []
         for j in ET.fromstring(urdf_xml).iter("joint"):
-            kind = j.get("type", "")
+            kind, name = j.get("type", ""), j.get("name")
             if kind in ("floating", "planar"):
                 continue                      # (robot_state_publisher leaves them out too)
-            origin = j.find("origin")
-            xyz = _floats(origin.get("xyz") if origin is not None else None, "0 0 0")
-            rpy = _floats(origin.get("rpy") if origin is not None else None, "0 0 0")
-            axis_el = j.find("axis")
-            axis = np.array(_floats(axis_el.get("xyz") if axis_el is not None else None, "1 0 0"))
+            if name is None:
+                raise ValueError("a joint without a name")
+            origin, axis_el = j.find("origin"), j.find("axis")
+            xyz = _vector3(origin, "xyz", "0 0 0", f"joint {name} origin xyz")
+            rpy = _vector3(origin, "rpy", "0 0 0", f"joint {name} origin rpy")
+            axis = np.array(_vector3(axis_el, "xyz", "1 0 0", f"joint {name} axis"))
             norm = float(np.linalg.norm(axis))
             if kind in MOVING and not norm > 0:
-                raise ValueError(f"joint {j.get('name')}: zero axis")
-            quat = Rotation.from_euler("xyz", rpy).as_quat()      # URDF rpy: fixed axes x, y, z
-            joints.append(UrdfJoint(j.get("name"), kind, j.find("parent").get("link"), j.find("child").get("link"),
-                                    tuple(xyz), tuple(float(x) for x in quat),
-                                    tuple(float(x) for x in axis / (norm if norm > 0 else 1.0))))
+                raise ValueError(f"joint {name}: zero axis")
+            qx, qy, qz, qw = (float(x) for x in Rotation.from_euler("xyz", rpy).as_quat())   # URDF rpy: fixed axes
+            unit = axis / (norm if norm > 0 else 1.0)
+            joints.append(UrdfJoint(name, kind, _link(j, "parent"), _link(j, "child"), xyz, (qx, qy, qz, qw),
+                                    (float(unit[0]), float(unit[1]), float(unit[2]))))
         self.joints = joints
         self.moving_joints = [j for j in joints if j.kind in MOVING]
         self._rotations = {j.name: Rotation.from_quat(j.quat).as_matrix() for j in self.moving_joints}
