@@ -79,7 +79,7 @@ class TorsoCommand:
     mode: str          # "speed" (incl. holding, stopping), "braking for target" or "joint target"
 
 
-def _finite(values: Sequence[float], n: int, what: str) -> np.ndarray:
+def _finite(values: Sequence[float] | np.ndarray, n: int, what: str) -> np.ndarray:
     v = np.asarray(values, dtype=float).ravel()
     if v.shape != (n,):
         raise TargetError(f"{what} has {v.shape[0]} entries, expected {n}")
@@ -169,7 +169,7 @@ class TorsoSpeedController:
     def pitch_reference(self) -> float:
         return self._pitch_ref
 
-    def frame_pose(self, q: Sequence[float]) -> Any:
+    def frame_pose(self, q: Sequence[float] | np.ndarray) -> Any:
         """Placement (pinocchio SE3) of the controlled frame in base_link for torso joints q."""
         x = self.model.configuration({self.cfg.group: q}, base=self._q_full)
         return self.model.pose(self.cfg.frame, x, self.cfg.base_frame)
@@ -179,7 +179,7 @@ class TorsoSpeedController:
         r = pose.rotation
         return np.array([*(pose.translation[[0, 2]] - self.origin), math.atan2(r[0, 2], r[2, 2])])
 
-    def task_state(self, q: Sequence[float]) -> np.ndarray:
+    def task_state(self, q: Sequence[float] | np.ndarray) -> np.ndarray:
         """(x, z, pitch) of the controlled frame for torso joints q, x and z in workspace coordinates."""
         return self.state_of(self.frame_pose(q))
 
@@ -194,7 +194,7 @@ class TorsoSpeedController:
         return not np.any(self._v) and not np.any(self._residual)
 
     # -- inputs --------------------------------------------------------------------------------
-    def start(self, q_measured: Sequence[float]) -> None:
+    def start(self, q_measured: Sequence[float] | np.ndarray) -> None:
         """Hold the measured position (clipped into the joint limits: a joint on its stop reads just past it)."""
         q = np.clip(_finite(q_measured, 4, "start position"), self.lower, self.upper)
         self._q, self._qd, self._v, self._residual = q, np.zeros(4), np.zeros(2), np.zeros(4)
@@ -331,8 +331,10 @@ class TorsoSpeedController:
             self.events.append(f"joint-target trajectory: {trk.last_error}")
         self._q, self._qd, self._qdd = trk.position, trk.velocity, trk.acceleration
         if trk.at_target:                          # back to speed control, holding here
+            target = trk.target
+            assert target is not None, "at_target means the tracker has a target"
             self._v, self._residual, self._last_residual = np.zeros(2), np.zeros(4), np.zeros(4)
-            self._q, self._qd, self._qdd = trk.target, np.zeros(4), np.zeros(4)
+            self._q, self._qd, self._qdd = target, np.zeros(4), np.zeros(4)
             self._pitch_ref = float(self.task_state(self._q)[2])
             self._enter(S.HOLDING)
 
@@ -437,6 +439,7 @@ class TorsoSpeedController:
 
     def _start_joint_target(self) -> None:
         pending, self._pending = self._pending, None
+        assert pending is not None, "BRAKING is entered with a pending target, left when it is dropped"
         self.tracker.reset(self._q)
         if self._give_tracker(pending):
             self._last_target = pending

@@ -78,7 +78,7 @@ class UpperBody:
         self.posture = Posture(model)
         self.lock = threading.Lock()          # one pinocchio Data, one feedback thread per group
 
-    def set(self, group: str, values: Sequence[float]) -> None:
+    def set(self, group: str, values: Sequence[float] | np.ndarray) -> None:
         """A group's measured joints; ValueError (InputError) for implausible ones."""
         with self.lock:
             self.posture.set(group, values)
@@ -274,10 +274,12 @@ class GroupController:
             fields = mit_command(trk, self.gains, t_ff)
         else:
             fields = pid_command(trk, self.torque_ratio)
-        cmd = GroupCommand(*(list(f) for f in fields), stamp=stamp)
+        p_des, v_des, kp_des, kd_des, t_ff_des = fields
+        cmd = GroupCommand(list(p_des), list(v_des), list(kp_des), list(kd_des), list(t_ff_des), stamp=stamp)
         # Ruckig does not enforce position limits: a braking joint may pass one by a hair
         cmd.p_des = np.clip(cmd.p_des, trk.limits.lower, trk.limits.upper).tolist()
         if self.gripper_target is not None:
+            assert self.gripper_gains is not None, "target() takes a gripper target only with gripper gains"
             kp, kd = self.gripper_gains
             for lst, x in zip((cmd.p_des, cmd.v_des, cmd.kp, cmd.kd, cmd.t_ff),
                               (self.gripper_target, 0.0, kp, kd, 0.0)):

@@ -8,7 +8,7 @@ HDAS motor_control fields (MIT or PID mode) and the gravity feed-forward torque.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Collection, List, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -25,7 +25,8 @@ class TargetError(ValueError):
     """A target that must be dropped (wrong length, non-finite values, no feedback yet)."""
 
 
-def _vector(values: Sequence[float], n: int, what: str, error: type[Exception] = ValueError) -> np.ndarray:
+def _vector(values: Sequence[float] | np.ndarray, n: int, what: str, error: type[Exception] = ValueError
+            ) -> np.ndarray:
     """n finite values; an extra (n+1)-th entry, the gripper on HDAS arm topics, is dropped."""
     v = values if type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 1 \
         else np.asarray(values, dtype=float).ravel()          # (this runs several times per control tick)
@@ -113,7 +114,7 @@ class TrackerLimits:
                 object.__setattr__(self, f, np.array(getattr(self, f), dtype=float).ravel())
         if (self.fixed_velocity is None) != (self.fixed_acceleration is None):
             raise ValueError("fast mode needs both fixed_velocity and fixed_acceleration")
-        rates = [self.velocity_cap] + ([self.fixed_velocity, self.fixed_acceleration] if self.fast else [])
+        rates = [self.velocity_cap] + [a for a in (self.fixed_velocity, self.fixed_acceleration) if a is not None]
         if any(a.shape != self.lower.shape for a in [self.upper, *rates]):
             raise ValueError("all limit arrays need one entry per joint")
         if not all(np.all(a > 0) for a in rates) or min(self.accel_factor, self.jerk_factor) <= 0:
@@ -128,7 +129,7 @@ class TrackerLimits:
 
         Ruckig 0.19 takes max_jerk = inf and plans second-order (acceleration-step) profiles.
         """
-        if self.fast:
+        if self.fixed_velocity is not None and self.fixed_acceleration is not None:   # fast (both or neither)
             return self.fixed_velocity.copy(), self.fixed_acceleration.copy(), np.full(speed.shape, np.inf)
         return speed.copy(), self.accel_factor * speed, self.jerk_factor * speed
 
@@ -198,7 +199,7 @@ class JointTrajectoryTracker:
     def jerk_limits(self) -> np.ndarray:
         return self._j.copy()
 
-    def reset(self, position: Sequence[float]) -> None:
+    def reset(self, position: Sequence[float] | np.ndarray) -> None:
         """Hold `position` at rest (start-up: the measured position); clears the target."""
         q = _vector(position, len(self.names), "reset position")
         self._hold(q)
@@ -207,7 +208,8 @@ class JointTrajectoryTracker:
         self._write_limits(*self.limits.dynamics(self.limits.velocity_cap))
         self._started = True
 
-    def set_target(self, position: Sequence[float], velocity: Sequence[float] | None = None) -> list[str]:
+    def set_target(self, position: Sequence[float] | np.ndarray, velocity: Sequence[float] | np.ndarray | None = None
+                   ) -> list[str]:
         """Validate and accept a target; returns notes on what was clamped or capped.
 
         All is checked before anything changes: after a TargetError the previous target goes on.
@@ -286,8 +288,9 @@ class JointTrajectoryTracker:
                 self._write_limits(self._v, np.where(ok, a, self._a), np.where(ok, j, self._j))
 
 
-def gravity_feedforward(model: RobotModel, feedback: Mapping[str, Sequence[float]], group: str,
-                        acceleration: Sequence[float] | None = None, inertial_gain: float = 0.0) -> np.ndarray:
+def gravity_feedforward(model: RobotModel, feedback: Mapping[str, Sequence[float] | np.ndarray], group: str,
+                        acceleration: Sequence[float] | np.ndarray | None = None, inertial_gain: float = 0.0
+                        ) -> np.ndarray:
     """Feed-forward torque for `group` at the measured configuration of the whole upper body.
 
     Gravity is RNEA(q, 0, 0) with every group of `feedback` set (missing ones at neutral), so the
@@ -301,8 +304,9 @@ def gravity_feedforward(model: RobotModel, feedback: Mapping[str, Sequence[float
     return feedforward_at(model, q, group, acceleration, inertial_gain)
 
 
-def feedforward_at(model: RobotModel, q: np.ndarray, group: str, acceleration: Sequence[float] | None = None,
-                   inertial_gain: float = 0.0) -> np.ndarray:
+def feedforward_at(model: RobotModel, q: np.ndarray, group: str,
+                   acceleration: Sequence[float] | np.ndarray | None = None, inertial_gain: float = 0.0
+                   ) -> np.ndarray:
     """`gravity_feedforward` at a pinocchio configuration q the caller keeps (a `Posture`)."""
     if acceleration is None or inertial_gain == 0.0:
         return model.gravity(q, group)
@@ -328,7 +332,7 @@ class Posture:
         self.q = model.configuration()
         self._ranges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    def set(self, group: str, values: Sequence[float]) -> None:
+    def set(self, group: str, values: Sequence[float] | np.ndarray) -> None:
         """A group's measured joints (n, or n + 1 with a gripper entry); ValueError if not finite or
         beyond the joints' ranges by more than FEEDBACK_MARGIN (r1_common.validation.InputError)."""
         q = _vector(values, len(self.model.group(group).joints), f"{group} feedback")
@@ -339,7 +343,7 @@ class Posture:
         plausible_positions(q, lower, upper, FEEDBACK_MARGIN, f"{group} feedback", self.model.group(group).joints)
         self.model.set_group(self.q, group, q)
 
-    def with_group(self, group: str, values: Sequence[float]) -> np.ndarray:
+    def with_group(self, group: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
         """A copy of the configuration with one group replaced (e.g. by its planned position)."""
         q = self.q.copy()
         self.model.set_group(q, group, _vector(values, len(self.model.group(group).joints), f"{group} position"))
@@ -366,6 +370,9 @@ class MitGains:
 
     kp: np.ndarray
     kd: np.ndarray
+    # the lists a motor_control message carries, made once by __post_init__ (not on every tick)
+    kp_list: List[float] = field(init=False, repr=False, compare=False)
+    kd_list: List[float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for f in ("kp", "kd"):
@@ -373,7 +380,6 @@ class MitGains:
             if not np.isfinite(arr).all():
                 raise ValueError(f"{f} must be finite, got {arr.tolist()}")
             object.__setattr__(self, f, arr)
-        # the lists a motor_control message carries, made once (not on every tick)
         object.__setattr__(self, "kp_list", self.kp.tolist())
         object.__setattr__(self, "kd_list", self.kd.tolist())
 
@@ -393,7 +399,7 @@ def mit_command(tracker: JointTrajectoryTracker, gains: MitGains, t_ff: np.ndarr
     return (tracker.position_list(), tracker.velocity_list(), gains.kp_list, gains.kd_list, _sized(t_ff, n, "t_ff"))
 
 
-def pid_command(tracker: JointTrajectoryTracker, torque_ratio: Sequence[float]) -> Command:
+def pid_command(tracker: JointTrajectoryTracker, torque_ratio: Sequence[float] | np.ndarray) -> Command:
     """PID (Damiao force-position) mode: the motor's own loop drives to p_des at speed v_des.
 
     p_des = trajectory position, v_des = the active speed limit per joint, kp = kd = zeros,
