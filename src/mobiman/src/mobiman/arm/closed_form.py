@@ -14,7 +14,7 @@ from the URDF: `ClosedFormArm.from_model` returns None where the model breaks th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
@@ -73,6 +73,14 @@ class ClosedFormArm:
     ee_rotation0: np.ndarray  # the end effector's rotation at q = 0
     lower: np.ndarray
     upper: np.ndarray
+    # derived by __post_init__ (tuples and floats: numpy's per-call cost on 3 values was most of a solve)
+    _ax: list[tuple[float, ...]] = field(init=False, repr=False, compare=False)       # the axes as tuples
+    _arm: np.ndarray = field(init=False, repr=False, compare=False)                    # shoulder -> elbow
+    _forearm: np.ndarray = field(init=False, repr=False, compare=False)                # elbow -> wrist centre
+    _const: float = field(init=False, repr=False, compare=False)                       # joint 3's law of cosines
+    _r: float = field(init=False, repr=False, compare=False)
+    _phi: float = field(init=False, repr=False, compare=False)
+    _limits: list[tuple[float, float, float]] = field(init=False, repr=False, compare=False)   # (lo, hi, middle)
 
     def __post_init__(self) -> None:
         """What joint 3's law of cosines needs, fixed for the arm: |shoulder -> wrist centre|² =
@@ -109,7 +117,7 @@ class ClosedFormArm:
         wrist0 = data.oMi[5].act(wrist_in_j5)
         oMe = data.oMf[ee_frame]
         # the wrist axes pass (nearly) through the wrist centre
-        off = max(np.linalg.norm(_cross(axes[j], wrist0 - data.oMi[j + 1].translation)) for j in (3, 4, 5))
+        off = max(float(np.linalg.norm(_cross(axes[j], wrist0 - data.oMi[j + 1].translation))) for j in (3, 4, 5))
         if on_axis1 > 1e-6 or parallel23 > 1e-6 or off > tolerance \
                 or np.linalg.norm(_cross(axes[0], axes[1])) < 1e-3 or np.linalg.norm(_cross(axes[3], axes[4])) < 1e-3 \
                 or abs(axes[4] @ axes[5]) > 1e-6:
@@ -132,18 +140,18 @@ class ClosedFormArm:
         out = []
         r_goal = target.rotation @ self.ee_rotation0.T
         fit = self._fit
-        for q3 in {self._phi + spread, self._phi - spread}:
-            if (q3 := fit(q3, 2)) is None:          # a branch outside the limits goes no further
+        for t3 in {self._phi + spread, self._phi - spread}:
+            if (q3 := fit(t3, 2)) is None:          # a branch outside the limits goes no further
                 continue
             r3 = _axis_rotation(a[2], q3)
             w = (self._arm + r3 @ self._forearm).tolist()
-            for q1, q2 in two_rotations(ax[0], ax[1], w, v):
-                if (q1 := fit(q1, 0)) is None or (q2 := fit(q2, 1)) is None:
+            for t1, t2 in two_rotations(ax[0], ax[1], w, v):
+                if (q1 := fit(t1, 0)) is None or (q2 := fit(t2, 1)) is None:
                     continue
                 m = (_axis_rotation(a[0], q1) @ _axis_rotation(a[1], q2) @ r3).T @ r_goal   # = R4 R5 R6
                 m6 = (m @ a[5]).tolist()
-                for q4, q5 in two_rotations(ax[3], ax[4], ax[5], m6):
-                    if (q4 := fit(q4, 3)) is None or (q5 := fit(q5, 4)) is None:
+                for t4, t5 in two_rotations(ax[3], ax[4], ax[5], m6):
+                    if (q4 := fit(t4, 3)) is None or (q5 := fit(t5, 4)) is None:
                         continue
                     rest = (_axis_rotation(a[3], q4) @ _axis_rotation(a[4], q5)).T @ m
                     q6 = fit(rotation_angle(ax[5], ax[4], (rest @ a[4]).tolist()), 5)   # axis 5 is across axis 6

@@ -82,6 +82,7 @@ class ColdSolver:
                 if clear_at(q):
                     return result_at(arm, q, target, total)
                 in_collision.append(q)
+        assert best is not None, "the table gives COLD_SEEDS seeds: one was tried at least"
         if not in_collision and clear_at(best[1]):
             return result_at(arm, best[1], target, total)      # out of reach: the best approach
         return self._clear_approach(target, seeds, in_collision or [best[1]], total)

@@ -94,7 +94,8 @@ class CollisionModel:
         link = [0.0] + [float(np.linalg.norm(m.jointPlacements[j].translation)) for j in range(1, m.njoints)]
         rho = np.zeros(m.njoints - 1)
         for c, frame in zip(moving, frames):
-            reach = max(np.linalg.norm(frame.placement.act(c.a)), np.linalg.norm(frame.placement.act(c.b)))
+            reach = max(float(np.linalg.norm(frame.placement.act(c.a))),
+                        float(np.linalg.norm(frame.placement.act(c.b))))
             parent = frame.parentJoint
             for j in range(1, parent + 1):     # joints j ≤ parent carry this capsule
                 rho[j - 1] = max(rho[j - 1], sum(link[j + 1:parent + 1]) + reach)

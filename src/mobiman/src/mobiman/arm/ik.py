@@ -205,6 +205,7 @@ class ArmIK:
         if not step.done:
             return None
         r = step.result
+        assert r is not None, "stream_step: a DONE outcome comes with its pass"
         # the kernel's temporal-coherence bound at q; where it cannot rule a contact out, measure
         if w.collision > 0 and not step.clearance > CONTACT_MARGIN and \
                 self.collision.measured_within(r.q, CONTACT_MARGIN):

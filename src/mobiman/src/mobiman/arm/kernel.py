@@ -56,7 +56,7 @@ def stream_constants(root: np.ndarray, shoulder: np.ndarray, wrist_in_hand: np.n
                      max_step: float, reached_position: float, reached_orientation: float) -> np.ndarray:
     """The stream vector of `stream_pass` (ST_* layout)."""
     return np.concatenate((np.asarray(root, float).reshape(-1), shoulder, wrist_in_hand,
-                           [reach_limit, max_step, reached_position, reached_orientation]))
+                           np.array([reach_limit, max_step, reached_position, reached_orientation], float)))
 
 
 @njit(cache=True)

@@ -175,9 +175,10 @@ class ArmPoseStream:
         self.measured: np.ndarray | None = None
         self.other_arm: np.ndarray | None = None
         self.ready_joints: np.ndarray | None = None
+        self.ready_clipped = False
         if config.ready_joints is not None:
-            self.ready_joints = np.clip(config.ready_joints, ik.lower, ik.upper)
-        self.ready_clipped = config.ready_joints is not None and not np.allclose(self.ready_joints, config.ready_joints)
+            ready = np.clip(config.ready_joints, ik.lower, ik.upper)
+            self.ready_joints, self.ready_clipped = ready, not np.allclose(ready, config.ready_joints)
         self._ready_since: float | None = None
         self.last_target_ros: float | None = None
         self.last_target_wall: float | None = None
@@ -208,11 +209,12 @@ class ArmPoseStream:
             if self.cfg.ready_pose:
                 self.state, self._ready_since = READY_PENDING, now
                 return (f"feedback arrived at {np.round(q, 3).tolist()}; "
-                        f"ready pose {np.round(self.ready_joints, 3).tolist()} next")
+                        f"ready pose {np.round(self._ready_pose(), 3).tolist()} next")
             self.state = ACTIVE
             return f"feedback arrived at {np.round(q, 3).tolist()}; accepting poses"
         if self.state in (READY_PENDING, MOVING_TO_READY):
-            if self.state == MOVING_TO_READY and np.max(np.abs(q - self.ready_joints)) <= self.cfg.ready_tolerance:
+            assert self._ready_since is not None, "both states are entered with the time they began"
+            if self.state == MOVING_TO_READY and np.max(np.abs(q - self._ready_pose())) <= self.cfg.ready_tolerance:
                 self._activate(q)
                 return "at the ready pose; accepting poses"
             if now - self._ready_since > self.cfg.ready_timeout:
@@ -245,7 +247,12 @@ class ArmPoseStream:
         if self.state != READY_PENDING:
             return None
         self.state, self._ready_since = MOVING_TO_READY, now
-        return self.ready_joints.copy()
+        return self._ready_pose().copy()
+
+    def _ready_pose(self) -> np.ndarray:
+        """The ready pose's joints, there whenever cfg.ready_pose is (StreamConfig refuses it without them)."""
+        assert self.ready_joints is not None, "StreamConfig: ready_pose needs ready_joints"
+        return self.ready_joints
 
     def on_other_arm(self, position: Sequence[float]) -> None:
         q = np.asarray(position[:N_JOINTS], dtype=float)
@@ -287,6 +294,7 @@ class ArmPoseStream:
         if restarted:
             # a new stream (the first, or after a pause): continue from where the arm is,
             # not from the last solution
+            assert self.measured is not None, "ACTIVE is entered from a feedback"
             self.ik.reset(self.measured)
             self.previous_q = self.measured.copy()
             self.restarts += 1
