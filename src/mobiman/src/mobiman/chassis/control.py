@@ -167,6 +167,7 @@ class ChassisController:
                 # the wheels deliver this share of the twist while a module turns: the twist goes
                 # on from there at the acceleration limit, instead of running ahead and reaching
                 # the wheels in one jump once the modules point right
-                self.twist = tuple(x * share for x in self.twist)
+                vx, vy, wz = self.twist
+                self.twist = (vx * share, vy * share, wz * share)
         self._angles = cmd.angles.copy()
         return cmd

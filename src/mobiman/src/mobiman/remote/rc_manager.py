@@ -244,6 +244,7 @@ class RcManager:
     def _gesture_pose(self, sig: Sticks) -> str | None:
         """The name of the gesture whose corners both sticks are in, if any."""
         for name, g in self.cfg.gestures.items():
+            assert g.left is not None and g.right is not None, "Gesture.__post_init__ refuses a missing corner"
             if self._in_corner(sig.left_x, sig.left_y, g.left) and self._in_corner(sig.right_x, sig.right_y, g.right):
                 return name
         return None
