@@ -87,3 +87,13 @@ def test_unusable_urdf_limits_of_a_motor_joint_are_refused(limit: str, why: str)
         limit_arrays(read_limits(urdf), ["j"])
     with pytest.raises(ValueError, match="not in robot_description"):
         limit_arrays(read_limits(urdf), ["k"])
+
+
+def test_a_joint_without_a_name_is_left_out_of_the_limits() -> None:
+    from hdas.urdf_limits import read_limits
+
+    limit = '<limit lower="-1" upper="1" effort="10" velocity="2"/>'
+    urdf = (f'<robot name="r"><link name="a"/><link name="b"/><link name="c"/>'
+            f'<joint name="j" type="revolute"><parent link="a"/><child link="b"/>{limit}</joint>'
+            f'<joint type="revolute"><parent link="b"/><child link="c"/>{limit}</joint></robot>')
+    assert list(read_limits(urdf)) == ["j"]
