@@ -55,8 +55,9 @@ class Settings:
 
     @classmethod
     def from_params(cls: Type[S], params: Optional[Mapping[str, Any]], where: str = "",
-                    ignore: Iterable[str] = ()) -> S:
-        """The settings from a parameter namespace (a dict; None or missing keys take the defaults).
+                    ignore: Iterable[str] = (), base: Optional[S] = None) -> S:
+        """The settings from a parameter namespace (a dict; None or missing keys take the defaults, or
+        `base`'s values when given: a nested section is read over its field's default instance).
 
         `ignore` names keys that belong to someone else (e.g. parameters a launch file puts in the
         node's namespace for another tool). Raises ConfigError naming the key (prefixed with `where`)."""
@@ -75,11 +76,16 @@ class Settings:
             if name not in params:
                 continue
             key = prefix + name
-            value = _convert(params[name], hints[name], key)
+            tp = hints[name]
+            if isinstance(tp, type) and issubclass(tp, Settings):      # a section: over its default
+                current = getattr(base, name) if base is not None else _default_of(f)
+                value = tp.from_params(params[name], where=key, base=current)
+            else:
+                value = _convert(params[name], tp, key)
             _check_range(value, f.metadata, key)
             values[name] = value
         try:
-            return cls(**values)
+            return dataclasses.replace(base, **values) if base is not None else cls(**values)
         except ConfigError:
             raise
         except (TypeError, ValueError) as e:           # a __post_init__ check across fields
@@ -87,11 +93,7 @@ class Settings:
 
     def to_params(self) -> Dict[str, Any]:
         """The settings as a parameter namespace (the inverse of from_params)."""
-        out: Dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = v.to_params() if isinstance(v, Settings) else (list(v) if isinstance(v, tuple) else v)
-        return out
+        return {f.name: _to_param(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def markdown_table(cls) -> str:
@@ -110,6 +112,21 @@ class Settings:
             shown = "(section)" if isinstance(default, Settings) else f"`{_fmt(default, 'null')}`"
             rows.append(f"| `{f.name}` | {_type_name(hints[f.name])} | {shown} | {span} | {m.get('doc', '')} |")
         return "\n".join(rows)
+
+
+def _default_of(f: "dataclasses.Field[Any]") -> Any:
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+
+
+def _to_param(v: Any) -> Any:
+    """A setting's value as a parameter value: sections as maps, tuples as lists, inside maps and lists too."""
+    if isinstance(v, Settings):
+        return v.to_params()
+    if isinstance(v, (list, tuple)):
+        return [_to_param(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _to_param(x) for k, x in v.items()}
+    return v
 
 
 def _fmt(v: Any, none: str) -> str:

@@ -96,3 +96,22 @@ def test_markdown_table_shows_every_setting_with_type_default_and_range():
     assert "| `limits` | 3 × float | `[2.5, 1.0, 1.0]` | 0.0 .. inf | m/s²; x, y, yaw |" in table
     assert "| `timeout` | float or null | `null` |  | s; none: never |" in table
     assert "| `inner` | section | (section) |  | a section |" in table
+
+
+@dataclass(frozen=True)
+class Rig(Settings):
+    left: Inner = setting(Inner(2.0), "the left one's gain is 2 by default")
+    per_name: Dict[str, Inner] = setting({}, "sections by name")
+
+
+def test_a_section_is_read_over_its_fields_default():
+    assert Rig.from_params({}).left.gain == 2.0
+    assert Rig.from_params({"left": {}}).left.gain == 2.0         # not the class default 1.0
+    assert Rig.from_params({"left": {"gain": 3.0}}).left.gain == 3.0
+
+
+def test_to_params_goes_into_maps_of_sections():
+    r = Rig.from_params({"per_name": {"a": {"gain": 4.0}}})
+    assert r.per_name == {"a": Inner(4.0)}
+    assert r.to_params() == {"left": {"gain": 2.0}, "per_name": {"a": {"gain": 4.0}}}
+    assert Rig.from_params(r.to_params()) == r

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from r1_common.settings import Settings, setting
 
@@ -62,21 +62,11 @@ class AxisMap(Settings):
 @dataclass(frozen=True)
 class StickMapping(Settings):
     """Twist component <- stick axis × sign × max_speed. A component given in part keeps its own defaults
-    for the rest."""
+    for the rest (Settings reads a section over its field's default)."""
 
     linear_x: AxisMap = setting(AxisMap("left_y", 1.0, 1.0), "m/s; left stick up drives forward")
     linear_y: AxisMap = setting(AxisMap("left_x", -1.0, 0.5), "m/s; left stick left drives left")
     angular_z: AxisMap = setting(AxisMap("right_x", -1.0, 1.0), "rad/s; right stick left turns left (CCW)")
-
-    @classmethod
-    def from_params(cls, params: Optional[Mapping[str, Any]], where: str = "",
-                    ignore: Iterable[str] = ()) -> "StickMapping":
-        """As `Settings.from_params`, each component's missing keys taken from that component's default."""
-        if isinstance(params, Mapping):
-            d = cls()
-            params = {k: {**getattr(d, k).to_params(), **v} if k in TWIST_FIELDS and isinstance(v, Mapping) else v
-                      for k, v in params.items()}
-        return super().from_params(params, where, ignore)
 
     def __getitem__(self, name: str) -> AxisMap:
         """The component `name` (one of TWIST_FIELDS)."""

@@ -115,7 +115,7 @@ class TorsoSpeedConfig(Settings):
 
     @classmethod
     def from_params(cls, params: Optional[Mapping[str, Any]], where: str = "",
-                    ignore: Iterable[str] = ()) -> "TorsoSpeedConfig":
+                    ignore: Iterable[str] = (), base: Optional["TorsoSpeedConfig"] = None) -> "TorsoSpeedConfig":
         """From the node's parameters; the workspace as `workspace: {x: [lo, hi], z: [lo, hi]}` (the YAML's
         form) or as the flat keys workspace_x, workspace_z. ConfigError naming the key."""
         p = dict(params or {})
@@ -128,5 +128,5 @@ class TorsoSpeedConfig(Settings):
                 if f"workspace_{axis}" in p:
                     raise ConfigError(f"{key}/{axis}", f"given twice (also as workspace_{axis})")
                 p[f"workspace_{axis}"] = value
-        return super().from_params(p, where, ignore)
+        return super().from_params(p, where, ignore, base)
 
