@@ -55,8 +55,22 @@ CORES = (
     "src/mobiman/src/mobiman/chassis",
     "src/mobiman/src/mobiman/estimation",
     "src/mobiman/src/mobiman/remote",
-    # --- r1_sim: its ROS-free cores go here ---
-    # --- end of r1_sim ---
+    # r1_sim: the simulated robot's ROS-free cores (not node.py, sensors_node.py: rospy)
+    "src/r1_sim/src/r1_sim/body.py",
+    "src/r1_sim/src/r1_sim/bus_server.py",
+    "src/r1_sim/src/r1_sim/camera.py",
+    "src/r1_sim/src/r1_sim/lidar.py",
+    "src/r1_sim/src/r1_sim/lockstep.py",
+    "src/r1_sim/src/r1_sim/motor.py",
+    "src/r1_sim/src/r1_sim/physics.py",
+    "src/r1_sim/src/r1_sim/raycast.py",
+    "src/r1_sim/src/r1_sim/robot.py",
+    "src/r1_sim/src/r1_sim/scene.py",
+    "src/r1_sim/src/r1_sim/sensor_rig.py",
+    "src/r1_sim/src/r1_sim/sensor_settings.py",
+    "src/r1_sim/src/r1_sim/sim_loop.py",
+    "src/r1_sim/src/r1_sim/sim_settings.py",
+    "src/r1_sim/src/r1_sim/simbus.py",
 )
 
 # --ignore-missing-imports leaves out the packages whose stubs typeshed once bundled (yaml): mypy asks for

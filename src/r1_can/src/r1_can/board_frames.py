@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable
 
 ANGLE_LSB = math.pi / 32767.0
 GYRO_LSB = 0.001
@@ -47,7 +47,7 @@ class ImuReport:
     acc: tuple[float, float, float]     # m/s², body frame, gravity included
 
 
-def encode_imu(seq: int, rpy: Sequence[float], gyro: Sequence[float], acc: Sequence[float]) -> list[bytes]:
+def encode_imu(seq: int, rpy: Iterable[float], gyro: Iterable[float], acc: Iterable[float]) -> list[bytes]:
     """The three frames of one IMU sample."""
     out = []
     for page, values, lsb in ((1, rpy, ANGLE_LSB), (2, gyro, GYRO_LSB), (3, acc, ACC_LSB)):

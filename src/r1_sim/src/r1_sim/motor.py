@@ -82,12 +82,12 @@ class SimMotor:
         self.last_frame = now
         self.frames += 1
         if mode == ControlMode.MIT:
-            c = damiao.decode_mit(data, self.limits)
-            self._target = (c.p, c.v, c.kp, c.kd, c.tau)
+            mit = damiao.decode_mit(data, self.limits)
+            self._target = (mit.p, mit.v, mit.kp, mit.kd, mit.tau)
         elif mode == ControlMode.FORCE_POS:
-            c = damiao.decode_force_pos(data)
-            if math.isfinite(c.p):
-                self._target = (c.p, c.v_limit, c.torque_ratio)
+            fp = damiao.decode_force_pos(data)
+            if math.isfinite(fp.p):
+                self._target = (fp.p, fp.v_limit, fp.torque_ratio)
         elif mode == ControlMode.POS_VEL:
             p, v = damiao.decode_pos_vel(data)
             if math.isfinite(p) and math.isfinite(v):

@@ -161,9 +161,9 @@ class SimRobot:
             elif spec.kind == "remote":
                 if self.remote_mode == REMOTE_OFF:        # receiver unplugged or link lost: no frames
                     continue
-                raw = [board_frames.stick_to_raw(x) for x in self.remote_sticks]
+                rx, ry, lx, ly = (board_frames.stick_to_raw(x) for x in self.remote_sticks)
                 out.append((spec.bus, spec.can_id, board_frames.encode_remote(
-                    board_frames.RemoteReport(raw, self.remote_mode, True))))
+                    board_frames.RemoteReport((rx, ry, lx, ly), self.remote_mode, True))))
         return out
 
     # -- physics -----------------------------------------------------------------------------
