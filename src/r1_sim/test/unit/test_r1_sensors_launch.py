@@ -88,6 +88,12 @@ def drivers(tmp_path, monkeypatch):
                                        f'<description>stub</description><maintainer email="a@b.c">x</maintainer>'
                                        f'<license>x</license></package>')
     monkeypatch.setenv("ROS_PACKAGE_PATH", f"{tmp_path}:{SRC}")
+    # roslaunch keeps a RosPack per process, made on first use with the ROS_PACKAGE_PATH of then
+    # (another test may have loaded a launch file before): one that sees the stubs
+    import roslaunch.node_args
+    import roslaunch.substitution_args
+    monkeypatch.setattr(roslaunch.substitution_args, "_rospack", None)
+    monkeypatch.setattr(roslaunch.node_args, "_rospack", None)
     return tmp_path
 
 
