@@ -36,10 +36,13 @@ DEBIAN12_APT = [
     "python3-venv", "python3-pip", "tmux", "iproute2",
     "python3-pykdl",   # KDL, a peer in the IK benchmark (scripts/benchmark ik)
     "catkin-lint",     # the packages' lint in scripts/test (Debian's: it reads Debian's catkin_pkg)
+    # the robot's set on this machine (scripts/test's second pass) builds Ruckig 0.15.3 from its source,
+    # as the robot does: CMake and Python's headers (g++ and make are above)
+    "cmake", "python3-dev",
 ]
 
 # The same on Ubuntu 20.04 from ROS Noetic's apt repository (the robot has it configured), plus what
-# Ruckig's source build needs (cmake, a C++17 compiler) and pinocchio's wheel (libgomp1).
+# Ruckig's source build needs (cmake, a C++17 compiler, Python's headers) and pinocchio's wheel (libgomp1).
 NOETIC_APT = [
     "ros-noetic-rospy", "ros-noetic-rosmaster", "ros-noetic-rosout", "ros-noetic-roslaunch", "ros-noetic-rostest",
     "ros-noetic-rosunit", "ros-noetic-rostopic", "ros-noetic-rosservice", "ros-noetic-rosnode",
@@ -47,7 +50,7 @@ NOETIC_APT = [
     "ros-noetic-message-generation", "ros-noetic-message-runtime", "ros-noetic-std-msgs",
     "ros-noetic-geometry-msgs", "ros-noetic-sensor-msgs", "ros-noetic-nav-msgs", "ros-noetic-diagnostic-msgs",
     "ros-noetic-tf2-ros", "ros-noetic-tf2-msgs", "ros-noetic-robot-state-publisher", "ros-noetic-rosbag",
-    "python3-venv", "python3-pip", "tmux", "iproute2", "g++", "make", "cmake", "libgomp1",
+    "python3-venv", "python3-pip", "tmux", "iproute2", "g++", "make", "cmake", "python3-dev", "libgomp1",
 ]
 
 
