@@ -4,9 +4,10 @@ Tests on a shared machine judge conditions with generous timeouts, never wall-cl
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 import rospy
 
@@ -101,3 +102,27 @@ class Diagnostics:
                 return found[0]
             time.sleep(0.1)
         raise AssertionError(f"no {'matching ' if predicate else ''}diagnostics of {node} within {timeout} s")
+
+
+def launch_namespace(launch: "str | os.PathLike[str]", node_ns: str, *args: str) -> Dict[str, Any]:
+    """The private parameters of node `node_ns` (e.g. "/r1_sim") that the launch file `launch` sets with
+    the arguments `args` ("name:=value"), read by roslaunch's own loader, as the nested dict
+    rospy.get_param("~") would return (roslaunch flattens the maps it loads). Raises AssertionError
+    listing roslaunch's configuration errors."""
+    import roslaunch.config
+    import roslaunch.xmlloader
+
+    config = roslaunch.config.ROSLaunchConfig()
+    roslaunch.xmlloader.XmlLoader().load(str(launch), config, argv=list(args), verbose=False)
+    assert not config.config_errors, config.config_errors
+    out: Dict[str, Any] = {}
+    prefix = node_ns.rstrip("/") + "/"
+    for key, param in config.params.items():
+        if not key.startswith(prefix):
+            continue
+        *path, leaf = key[len(prefix):].split("/")
+        d = out
+        for part in path:
+            d = d.setdefault(part, {})
+        d[leaf] = param.value
+    return out

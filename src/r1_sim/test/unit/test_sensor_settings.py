@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from r1_common.ros_testing import launch_namespace
 from r1_common.settings import ConfigError
 from r1_sim.sensor_rig import VENDOR_CAMERAS, VENDOR_LIDAR, parse_sensor_config, sensor_config
 from r1_sim.sensor_settings import (
@@ -29,7 +30,7 @@ CHASSIS = [n for n in VENDOR_CAMERAS if n.startswith("chassis_")]
 @pytest.mark.parametrize("path, args", [(LAUNCH, ()), (LAUNCH, ("render_without_subscribers:=true",)),
                                         (PKG / "test" / "sensors_input.test", ())],
                          ids=["launch", "launch-render-all", "sensors_input.test"])
-def test_what_the_launch_files_load_is_accepted(launch_namespace, path, args):
+def test_what_the_launch_files_load_is_accepted(path, args):
     ns = launch_namespace(path, "/r1_sim_sensors", *args)
     s = SensorsSettings.from_params(ns, where="r1_sim_sensors")
     assert s.render_without_subscribers == ("render_without_subscribers:=true" in args)

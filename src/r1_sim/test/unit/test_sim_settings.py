@@ -9,6 +9,7 @@ import yaml
 
 from r1_can.config import LAYOUT_KEYS, parse_config
 from r1_can.damiao import Register
+from r1_common.ros_testing import launch_namespace
 from r1_common.settings import ConfigError
 from r1_sim.robot import SimRobot
 from r1_sim.sim_settings import Battery, Friction, Imu, MotorLoop, Remote, SimSettings
@@ -22,7 +23,7 @@ URDF = SRC / "r1_description" / "urdf" / "r1_v2_1_0.urdf"
 
 @pytest.mark.parametrize("args, rates", [((), (1000.0, 500.0)), (("light:=true",), (500.0, 200.0)),
                                          (("use_sim_time:=false", "hdas:=false"), (1000.0, 500.0))])
-def test_what_r1_sim_launch_loads_is_accepted(launch_namespace, args, rates):
+def test_what_r1_sim_launch_loads_is_accepted(args, rates):
     ns = launch_namespace(R1_SIM_LAUNCH, "/r1_sim", *args)
     s = SimSettings.from_namespace(ns)
     assert (s.physics_rate_hz, s.clock_rate_hz) == rates
@@ -69,7 +70,7 @@ def test_bad_values_are_refused_naming_the_key(params, key):
     assert e.value.key == key
 
 
-def test_the_robot_takes_the_settings_or_the_namespace_alike(launch_namespace):
+def test_the_robot_takes_the_settings_or_the_namespace_alike():
     ns = launch_namespace(R1_SIM_LAUNCH, "/r1_sim", "light:=true")
     config = parse_config(ns)
     urdf = URDF.read_text()
