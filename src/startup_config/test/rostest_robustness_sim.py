@@ -388,46 +388,46 @@ class RobustnessSimTest(unittest.TestCase):
             time.sleep(max(0.0, next_t - time.monotonic()))
         self.send_seconds = time.monotonic() - t0
         time.sleep(0.2)
-        pub.unregister()
-        if topic in RESTORE:
-            self.restore(topic)
+        try:
+            if topic in RESTORE:
+                self.restore(topic, pub)
+        finally:
+            pub.unregister()
         return sent
 
-    def restore(self, topic):
-        """Put back the state a fuzzed topic leaves behind (RESTORE), and make sure it took: publish until
-        every subscriber is connected and RESTORE_CHECK (if any) sees the effect; fails after 30 s."""
+    def restore(self, topic, pub):
+        """Put back the state a fuzzed topic leaves behind (RESTORE) on the fuzz's own publisher `pub`, and
+        make sure it took: publish until RESTORE_CHECK (if any) sees the effect; fails after 30 s.
+
+        (The fuzz's publisher, still connected: a new publisher on the topic right after the old one's
+        unregistering can stay unconnected, rospy's subscriber taking the master's two updates for one
+        and the same publisher URI. That lost the restore once in three CI runs.)"""
         kind, fields = RESTORE[topic]
-        rcls = roslib.message.get_message_class(kind)
-        msg = rcls()
+        msg = roslib.message.get_message_class(kind)()
         for k, v in fields.items():
             if isinstance(v, dict):
                 for kk, vv in v.items():
                     setattr(getattr(msg, k), kk, vv)
             else:
                 setattr(msg, k, v)
-        subscribers = len(self.input_topics().get(topic, []))
-        pub = rospy.Publisher(topic, rcls, queue_size=1, latch=True)
         check = RESTORE_CHECK.get(topic)
         deadline = time.monotonic() + 30.0
-        try:
-            while pub.get_num_connections() < subscribers and time.monotonic() < deadline:
+        while True:
+            for _ in range(5):
+                pub.publish(msg)
                 time.sleep(0.05)
-            while True:
-                for _ in range(5):
-                    pub.publish(msg)
-                    time.sleep(0.05)
-                if check is None:
+            if check is None:
+                return
+            check_topic, check_type, ok = check
+            try:
+                seen = rospy.wait_for_message(check_topic, roslib.message.get_message_class(check_type), 1.0)
+                if ok(seen):
                     return
-                check_topic, check_type, ok = check
-                try:
-                    seen = rospy.wait_for_message(check_topic, roslib.message.get_message_class(check_type), 1.0)
-                    if ok(seen):
-                        return
-                except rospy.ROSException:
-                    pass
-                self.assertLess(time.monotonic(), deadline, f"restoring {topic} to {fields} did not take in 30 s")
-        finally:
-            pub.unregister()
+            except rospy.ROSException:
+                pass
+            self.assertLess(time.monotonic(), deadline,
+                            f"restoring {topic} to {fields} did not take in 30 s "
+                            f"({pub.get_num_connections()} subscribers connected)")
 
     def fuzz_service(self, name, rng):
         """CALLS_PER_SERVICE requests that a service of the robot must refuse (a valid function frame would
