@@ -59,15 +59,21 @@ def errors(version: str, files: list[str]) -> dict[tuple[str, str, str], str]:
     return found
 
 
-def main(argv: list[str]) -> int:
+def mypy_110_missing(tool: str) -> str | None:
+    """Why `tool` cannot run (mypy missing, or not 1.10: later releases refuse a 3.8 target), else None."""
     try:
         import mypy.version
     except ImportError:
-        print("check_py38: mypy is not installed (requirements/dev-test.txt pins 1.10.1)", file=sys.stderr)
-        return 2
+        return f"{tool}: mypy is not installed (requirements/dev-test.txt pins 1.10.1)"
     if not mypy.version.__version__.startswith("1.10"):
-        print(f"check_py38: mypy {mypy.version.__version__}: 1.10 is needed (later releases refuse a 3.8 target)",
-              file=sys.stderr)
+        return f"{tool}: mypy {mypy.version.__version__}: 1.10 is needed (later releases refuse a 3.8 target)"
+    return None
+
+
+def main(argv: list[str]) -> int:
+    why_not = mypy_110_missing("check_py38")
+    if why_not:
+        print(why_not, file=sys.stderr)
         return 2
     files = argv[1:] or python_files()
     old, new = errors("3.8", files), errors("3.11", files)

@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from check_py38 import mypy_110_missing  # (scripts/lib, beside this script)
+
 WS = Path(__file__).resolve().parents[2]
 # mypy's incremental cache, kept for the machine (shared root with check_py38.py, its own directory)
 CACHE = Path(os.environ.get("R1_MYPY_CACHE", "/var/tmp/r1_mypy_cache")) / "types"
@@ -80,14 +82,9 @@ MYPY_ARGS = ("--python-version", "3.11", "--ignore-missing-imports", "--disable-
 
 
 def main(argv: list[str]) -> int:
-    try:
-        import mypy.version
-    except ImportError:
-        print("check_types: mypy is not installed (requirements/dev-test.txt pins 1.10.1)", file=sys.stderr)
-        return 2
-    if not mypy.version.__version__.startswith("1.10"):
-        print(f"check_types: mypy {mypy.version.__version__}: 1.10 is needed (the version check_py38.py uses)",
-              file=sys.stderr)
+    why_not = mypy_110_missing("check_types")      # (the one mypy of both checks)
+    if why_not:
+        print(why_not, file=sys.stderr)
         return 2
     paths = argv[1:] or list(CORES)
     out = subprocess.run([sys.executable, "-m", "mypy", *MYPY_ARGS, "--cache-dir", str(CACHE), *paths],
