@@ -97,10 +97,11 @@ def test_stop_within_ends_a_node_that_hangs_at_shutdown(tmp_path):
 def test_stop_within_ends_a_node_whose_interpreter_hangs_while_finalizing(tmp_path):
     """A hang after the interpreter began finalizing (here an object's __del__ at module teardown, as a
     library's destructor that waits), where daemon threads no longer run: the kernel ends the process
-    (SIGALRM) a second after stop_within's time."""
+    (SIGALRM) a second after stop_within's time. (On a loaded machine rospy's own shutdown may outlast
+    stop_within's second, and its thread ends the process before the finalization begins: also gone.)"""
     import signal
 
-    took, status, _ = run_hanging_node(
+    took, status, err = run_hanging_node(
         tmp_path, "class Hang:\n    def __del__(self):\n        time.sleep(3600)\nhang = Hang()")
     assert took < 4.0, f"{took:.1f} s"
-    assert status == -signal.SIGALRM
+    assert status == -signal.SIGALRM or (status == 0 and "exiting now" in err), (status, err[-500:])
