@@ -299,7 +299,11 @@ class HdasSimTest(unittest.TestCase):
         self.fb["feedback_gripper_left"].wait(120, lambda m: m.position[0] < 5.0)
         speed, end = self.truth_speeds([finger], 1.0, lambda: self.stroke.publish(Float32(100.0)))
         self.assertAlmostEqual(end[0], 0.05, delta=0.002)
-        self.assertLessEqual(speed[0], 0.25 * 1.05, "finger faster than its URDF velocity limit")
+        # HDAS's set-point ramps at exactly the limit (test_command_limits.py holds it to that); the finger,
+        # measured on the ground truth, follows it with a PD's transient: 0.23 m/s on a quiet machine, up to
+        # 1.09x the limit when a loaded machine delivers /clock to HDAS in coarser steps (docs/safety.md).
+        # The regression this guards against moved it at 1.7-2.9x.
+        self.assertLessEqual(speed[0], 0.25 * 1.15, "finger faster than its URDF velocity limit")
 
     def test_raw_arm_steps_ramp_at_the_velocity_limit(self):
         """A raw motor_control step of a radian or more on one joint (a publisher streaming the guide's
