@@ -1,4 +1,5 @@
-"""Small tools the benchmark commands share: a free port, process CPU and memory, machine stalls.
+"""Small tools the benchmark commands share: a free port, process CPU and memory, machine stalls, the
+stop of a launched session.
 
 Benchmarks run on shared machines: they report how much of their window the machine itself was
 not scheduled (StallProbe), so a figure is read with its conditions.
@@ -6,10 +7,23 @@ not scheduled (StallProbe), so a figure is read with its conditions.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
+
+
+def stop_session(proc: "subprocess.Popen[bytes]", timeout: float = 20.0) -> None:
+    """SIGINT to the session `proc` leads (started with start_new_session=True, e.g. a roslaunch), SIGKILL
+    to it if `proc` is still running `timeout` s later; returns once `proc` has ended."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def free_port() -> int:

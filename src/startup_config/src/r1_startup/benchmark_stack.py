@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import threading
@@ -32,7 +31,7 @@ import numpy as np
 import rospkg
 import yaml
 
-from r1_common.benchtools import StallProbe, cpu_seconds, descendants, free_port, process_name, rss_mb
+from r1_common.benchtools import StallProbe, cpu_seconds, descendants, free_port, process_name, rss_mb, stop_session
 
 GOALS = {"total_cores": 1.5}
 
@@ -72,12 +71,7 @@ def launch_stack(profile: str, port: int, log_path: Path) -> subprocess.Popen:
 
 def stop(launch: subprocess.Popen) -> None:
     """SIGINT to the launch's session, SIGKILL after 60 s."""
-    os.killpg(launch.pid, signal.SIGINT)
-    try:
-        launch.wait(60)
-    except subprocess.TimeoutExpired:
-        os.killpg(launch.pid, signal.SIGKILL)
-        launch.wait()
+    stop_session(launch, 60.0)
 
 
 class Counters:

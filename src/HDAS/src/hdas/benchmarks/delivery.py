@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from r1_common.benchtools import StallProbe, cpu_seconds, free_port
+from r1_common.benchtools import StallProbe, cpu_seconds, free_port, stop_session
 
 RATE_HZ = 500.0
 TOPIC = "/benchmark_delivery/feedback"
@@ -175,11 +175,7 @@ def benchmark(argv: Sequence[str]) -> int:
                       f"subscriber {r['subscriber_us_per_message']} µs a message", flush=True)
     finally:
         probe.running = False
-        os.killpg(core.pid, signal.SIGINT)
-        try:
-            core.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(core.pid, signal.SIGKILL)
+        stop_session(core)
     stalled = probe.stalled / (time.monotonic() - t_start)
     when = time.strftime("%Y-%m-%d %H:%M:%S")
     (out_dir / "delivery.json").write_text(json.dumps({"when": when, "machine_stalled_share": round(stalled, 3),

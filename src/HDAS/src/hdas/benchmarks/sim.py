@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import threading
@@ -30,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import rospkg
 import yaml
 
-from r1_common.benchtools import StallProbe, cpu_seconds, free_port
+from r1_common.benchtools import StallProbe, cpu_seconds, free_port, stop_session
 
 TOPIC_TYPES = {
     "sensor_msgs/JointState": ("sensor_msgs.msg", "JointState"),
@@ -107,11 +106,7 @@ def benchmark(argv: Sequence[str]) -> int:
     try:
         return run(args, topics, launch, out_dir, env)
     finally:
-        os.killpg(launch.pid, signal.SIGINT)
-        try:
-            launch.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(launch.pid, signal.SIGKILL)
+        stop_session(launch)
         log.close()
         log_path.unlink(missing_ok=True)
 

@@ -18,7 +18,6 @@ import argparse
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -28,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import rospkg
 
-from r1_common.benchtools import free_port
+from r1_common.benchtools import free_port, stop_session
 
 CHASSIS_STEPS = [((0.5, 0.0, 0.0), 2.0), ((0.0, 0.3, 0.0), 2.0), ((0.0, 0.0, 0.6), 2.0),
                  ((0.4, 0.3, 0.3), 2.5), ((0.0, 0.0, 0.0), 1.5)]
@@ -98,11 +97,7 @@ def on_sim(out_dir: Path, light: bool) -> dict:
     try:
         return measure(launch)
     finally:
-        os.killpg(launch.pid, signal.SIGINT)
-        try:
-            launch.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(launch.pid, signal.SIGKILL)
+        stop_session(launch)
         log.close()
         (out_dir / "motion_launch.log").unlink(missing_ok=True)
 

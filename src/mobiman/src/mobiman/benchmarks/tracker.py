@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import rospkg
 
-from r1_common.benchtools import free_port, stall_fraction
+from r1_common.benchtools import free_port, stall_fraction, stop_session
 from r1_common.realtime import normal_priority, request_fifo
 
 GOALS_US = {"tick_p99": 100.0, "latency_p99_ms": 3.0}
@@ -96,11 +95,7 @@ def on_sim(rounds: int, out_dir: Path) -> dict:
         return measure(rounds, launch)
     finally:
         normal_priority()           # the alone run is started from this process next
-        os.killpg(launch.pid, signal.SIGINT)
-        try:
-            launch.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(launch.pid, signal.SIGKILL)
+        stop_session(launch)
         log.close()
         (out_dir / "joint_tracker_launch.log").unlink(missing_ok=True)
 
@@ -331,13 +326,8 @@ def alone(rounds: int, out_file: Path) -> None:
         home = np.array(HOLD["left_arm"][2])
         out_file.write_text(json.dumps(latency_rounds(pub, probe, home, rounds)))
     finally:
-        os.killpg(player.pid, signal.SIGINT)
-        player.wait(20)
-        os.killpg(launch.pid, signal.SIGINT)
-        try:
-            launch.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(launch.pid, signal.SIGKILL)
+        stop_session(player)
+        stop_session(launch)
 
 
 def plot(move: dict, path: Path) -> None:

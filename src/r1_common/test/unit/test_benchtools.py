@@ -1,0 +1,23 @@
+"""r1_common.benchtools.stop_session: a launched session ends, by SIGINT or else by SIGKILL."""
+import subprocess
+import sys
+import time
+
+from r1_common.benchtools import stop_session
+
+IGNORES_SIGINT = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                  "print('ready', flush=True); time.sleep(60)")
+
+
+def test_stop_session_kills_a_session_that_ignores_sigint():
+    quiet = subprocess.Popen([sys.executable, "-c", IGNORES_SIGINT], stdout=subprocess.PIPE, start_new_session=True)
+    assert quiet.stdout.readline().strip() == b"ready"
+    stop_session(quiet, timeout=0.5)
+    assert quiet.returncode == -9
+
+
+def test_stop_session_interrupts_a_session_that_listens():
+    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    time.sleep(0.3)
+    stop_session(polite, timeout=10.0)
+    assert polite.returncode not in (None, -9)
