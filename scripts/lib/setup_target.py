@@ -39,6 +39,7 @@ DEBIAN12_APT = [
     # the robot's set on this machine (scripts/test's second pass) builds Ruckig 0.15.3 from its source,
     # as the robot does: CMake and Python's headers (g++ and make are above)
     "cmake", "python3-dev",
+    "libosmesa6",      # MuJoCo's offscreen rendering without a display (the simulated cameras, MUJOCO_GL=osmesa)
 ]
 
 # The same on Ubuntu 20.04 from ROS Noetic's apt repository (the robot has it configured), plus what
@@ -51,6 +52,7 @@ NOETIC_APT = [
     "ros-noetic-geometry-msgs", "ros-noetic-sensor-msgs", "ros-noetic-nav-msgs", "ros-noetic-diagnostic-msgs",
     "ros-noetic-tf2-ros", "ros-noetic-tf2-msgs", "ros-noetic-robot-state-publisher", "ros-noetic-rosbag",
     "python3-venv", "python3-pip", "tmux", "iproute2", "g++", "make", "cmake", "python3-dev", "libgomp1",
+    "libosmesa6",      # MuJoCo's offscreen rendering (the simulator's cameras), for the tests on the robot
 ]
 
 

@@ -1,0 +1,223 @@
+"""The simulated world as one MuJoCo model: the robot from its URDF, on a planar base, in a scene. ROS-free.
+
+`world_xml` compiles the URDF with MuJoCo's own URDF importer (every link a body, so every sensor
+frame of the URDF is there to mount a camera or an IMU on), and puts it into a scene: an MJCF
+document of the user's (`worlds/*.xml` in this package: `room`, `empty`). What is added to the robot:
+
+* **the base**: `base_footprint` gets a planar joint set (`base_x`, `base_y` slides, `base_yaw`
+  hinge) driven by velocity servos (`base_*_servo`) whose force is bounded by the wheels' traction
+  (mu · m · g), so the base follows its swerve modules and slips when it pushes against something;
+  the chassis (base, steer and wheel links) has no contacts: it rolls over the floor kinematically
+  (why: docs/simulator.md, "The base on the floor");
+* **contacts**: every other robot geom touches the scene (scene geoms keep MuJoCo's default
+  contype/conaffinity 1) but not the robot itself, as the old simulator had no self-contact either:
+  the controllers keep the arms apart (the arm IK's capsules), and the URDF's primitives of
+  neighbouring links overlap;
+* **ties** (the gripper's second finger follows its first: a joint equality), **cameras** mounted on
+  URDF frames (`CameraMount`, ROS optical frames: z forward, y down), **IMU sites and sensors**
+  (`imu_site`, `imu_sensors`): orientation, rate gyro and specific force of a URDF frame.
+
+Joint names are the URDF's. Joint friction, damping, armature and the brakes are not in the XML:
+`r1_sim.mujoco_world.MujocoWorld` sets them on the compiled model from the simulator's settings.
+"""
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence, Tuple
+
+import mujoco
+
+__all__ = ["BASE_JOINTS", "BASE_SERVOS", "CHASSIS_LINKS", "CameraMount", "WORLDS_DIR", "WorldError",
+           "imu_sensors", "imu_site", "robot_mjcf", "scene_path", "world_xml"]
+
+BASE_JOINTS = ("base_x", "base_y", "base_yaw")
+BASE_SERVOS = tuple(f"{j}_servo" for j in BASE_JOINTS)
+CHASSIS_LINKS = ("base_footprint", "base_link", "steer_motor_link", "wheel_motor_link")   # no contacts
+WORLDS_DIR = Path(__file__).resolve().parents[2] / "worlds"    # r1_sim/worlds (devel: the source tree)
+ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 1       # touches the scene's default geoms (1, 1), not itself
+GRAVITY = 9.81
+
+
+class WorldError(ValueError):
+    """A scene or robot that cannot be made into the simulated world (the message says why)."""
+
+
+@dataclass(frozen=True)
+class CameraMount:
+    """A camera on a URDF frame: a ROS optical frame (z forward, x right, y down)."""
+
+    name: str
+    frame: str
+    fovy_deg: float
+
+
+def imu_site(frame: str) -> str:
+    return f"imu:{frame}"
+
+
+def imu_sensors(frame: str) -> Tuple[str, str, str]:
+    """Names of the (orientation in the world, gyro, specific force) sensors of an IMU frame."""
+    return f"{frame}:quat", f"{frame}:gyro", f"{frame}:acc"
+
+
+def scene_path(scene: str, worlds_dir: Path = WORLDS_DIR) -> Path:
+    """A scene by name (`room` -> worlds/room.xml) or by path to an MJCF file.
+
+    :raises WorldError: no such file."""
+    path = Path(scene) if ("/" in scene or scene.endswith(".xml")) else worlds_dir / f"{scene}.xml"
+    if not path.is_file():
+        names = sorted(p.stem for p in worlds_dir.glob("*.xml"))
+        raise WorldError(f"scene {scene!r}: no file {path} (scenes here: {', '.join(names)})")
+    return path
+
+
+def robot_mjcf(urdf_xml: str) -> ET.Element:
+    """The robot alone as MJCF (`<mujoco>`), compiled from the URDF by MuJoCo's importer.
+
+    Collision geoms are named `<link>_<k>` (as pinocchio names them), visuals dropped (the URDF's
+    collision and visual primitives are the same; the importer colours geoms from the materials).
+
+    :raises WorldError: a URDF MuJoCo cannot compile."""
+    try:
+        robot = ET.fromstring(urdf_xml)
+    except ET.ParseError as e:
+        raise WorldError(f"robot_description is not XML: {e}") from None
+    for link in robot.iter("link"):
+        for k, col in enumerate(link.findall("collision")):
+            col.set("name", f"{link.get('name')}_{k}")
+    for old in robot.findall("mujoco"):
+        robot.remove(old)
+    ET.SubElement(ET.SubElement(robot, "mujoco"), "compiler", fusestatic="false", discardvisual="true")
+    try:
+        model = mujoco.MjModel.from_xml_string(ET.tostring(robot, encoding="unicode"))
+    except ValueError as e:
+        raise WorldError(f"MuJoCo cannot compile the URDF: {e}") from None
+    return ET.fromstring(_saved_xml(model))
+
+
+def _saved_xml(model: mujoco.MjModel) -> str:
+    import os
+    import tempfile
+    fd, path = tempfile.mkstemp(suffix=".xml")
+    os.close(fd)
+    try:
+        mujoco.mj_saveLastXML(path, model)
+        return Path(path).read_text()
+    finally:
+        os.unlink(path)
+
+
+def _body(root: ET.Element, name: str) -> ET.Element:
+    for b in root.iter("body"):
+        if b.get("name") == name:
+            return b
+    raise WorldError(f"no link {name!r} in the robot")
+
+
+def _robot_mass(robot: ET.Element) -> float:
+    return sum(float(i.get("mass", "0")) for i in robot.iter("inertial"))
+
+
+def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
+              ties: Sequence[Tuple[str, str]] = (), cameras: Sequence[CameraMount] = (),
+              imus: Sequence[str] = (), friction_mu: float = 0.8, base_time_constant: float = 0.01,
+              start: Optional[Tuple[float, float, float]] = None) -> str:
+    """The world's MJCF: the scene with the robot on its planar base (see the module doc).
+
+    `ties`: (follower, leader) joints moving together; `cameras`, `imus` (URDF frames): what to mount;
+    `friction_mu`: wheel-floor friction, bounding the base servos' force; `base_time_constant` [s]:
+    how fast the base servos follow the modules; `start`: (x, y, yaw) of the base in the world.
+
+    :raises WorldError: a scene that is not MJCF, a frame or joint not in the robot."""
+    if timestep <= 0.0 or not math.isfinite(timestep):
+        raise WorldError(f"timestep {timestep!r}: must be positive")
+    try:
+        scene = ET.fromstring(scene_xml)
+    except ET.ParseError as e:
+        raise WorldError(f"scene is not XML: {e}") from None
+    if scene.tag != "mujoco":
+        raise WorldError(f"scene: root element <{scene.tag}>, expected <mujoco>")
+    robot = robot_mjcf(urdf_xml)
+    mass = _robot_mass(robot)
+    root = _body(robot, "base_footprint")
+    x, y, yaw = start if start is not None else (0.0, 0.0, 0.0)
+    root.set("pos", f"{x:.9g} {y:.9g} 0")
+    root.set("quat", f"{math.cos(yaw / 2):.12g} 0 0 {math.sin(yaw / 2):.12g}")
+    joints = [ET.Element("joint", name="base_x", type="slide", axis="1 0 0"),
+              ET.Element("joint", name="base_y", type="slide", axis="0 1 0"),
+              ET.Element("joint", name="base_yaw", type="hinge", axis="0 0 1")]
+    for k, j in enumerate(joints):
+        root.insert(k, j)
+    for body in root.iter("body"):
+        name = body.get("name", "")
+        chassis = any(name.startswith(c) for c in CHASSIS_LINKS)
+        for g in body.findall("geom"):
+            if chassis:
+                g.set("contype", "0")
+                g.set("conaffinity", "0")
+            else:
+                g.set("contype", str(ROBOT_CONTYPE))
+                g.set("conaffinity", str(ROBOT_CONAFFINITY))
+                g.set("condim", "4")          # torsional friction too: a held object does not spin
+    for cam in cameras:
+        body = _body(robot, cam.frame)
+        # MuJoCo's cameras look along -z with y up: the optical frame turned half a turn about x
+        ET.SubElement(body, "camera", name=cam.name, pos="0 0 0", quat="0 1 0 0", fovy=f"{cam.fovy_deg:.6g}")
+    sensor = ET.Element("sensor")
+    for frame in imus:
+        ET.SubElement(_body(robot, frame), "site", name=imu_site(frame), size="0.005")
+        quat, gyro, acc = imu_sensors(frame)
+        ET.SubElement(sensor, "framequat", name=quat, objtype="site", objname=imu_site(frame))
+        ET.SubElement(sensor, "gyro", name=gyro, site=imu_site(frame))
+        ET.SubElement(sensor, "accelerometer", name=acc, site=imu_site(frame))
+    joint_names = {j.get("name") for j in robot.iter("joint")}
+    equality = ET.Element("equality")
+    for follower, leader in ties:
+        for j in (follower, leader):
+            if j not in joint_names:
+                raise WorldError(f"tie: no joint {j!r} in the robot")
+        ET.SubElement(equality, "joint", joint1=follower, joint2=leader, polycoef="0 1 0 0 0",
+                      solref="0.002 1")
+    actuator = ET.Element("actuator")
+    traction = friction_mu * mass * GRAVITY        # [N] the floor's grip on all wheels together
+    reach = 0.3                                     # [m] lever of the wheels about the base's centre
+    yaw_inertia = mass * 0.3 ** 2                   # [kg·m²] order of the robot's inertia about z
+    for j, servo in zip(BASE_JOINTS, BASE_SERVOS):
+        kv = (yaw_inertia if j == "base_yaw" else mass) / base_time_constant
+        limit = traction * reach if j == "base_yaw" else traction
+        ET.SubElement(actuator, "velocity", name=servo, joint=j, kv=f"{kv:.6g}", forcelimited="true",
+                      forcerange=f"{-limit:.6g} {limit:.6g}", ctrllimited="false")
+    # assemble: the scene's document with the robot's bodies, ours after the scene's own sections
+    compiler = scene.find("compiler")
+    if compiler is None:
+        compiler = ET.Element("compiler")
+        scene.insert(0, compiler)
+    compiler.set("angle", "radian")
+    option = scene.find("option")
+    if option is None:
+        option = ET.Element("option")
+        scene.insert(1, option)
+    option.set("timestep", f"{timestep:.9g}")
+    option.set("integrator", "implicitfast")
+    option.set("gravity", f"0 0 {-GRAVITY}")
+    worldbody = scene.find("worldbody")
+    if worldbody is None:
+        worldbody = ET.SubElement(scene, "worldbody")
+    worldbody.append(root)
+    for section in (equality, actuator, sensor):
+        if len(section):
+            scene.append(section)
+    return ET.tostring(scene, encoding="unicode")
+
+
+def load_world(xml: str) -> mujoco.MjModel:
+    """Compile a world's MJCF.
+
+    :raises WorldError: MuJoCo refuses it (its message)."""
+    try:
+        return mujoco.MjModel.from_xml_string(xml)
+    except ValueError as e:
+        raise WorldError(f"MuJoCo cannot compile the world: {e}") from None
