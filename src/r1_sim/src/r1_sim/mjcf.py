@@ -26,11 +26,11 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import mujoco
 
-__all__ = ["BASE_JOINTS", "BASE_SERVOS", "CHASSIS_LINKS", "CameraMount", "WORLDS_DIR", "WorldError",
+__all__ = ["BASE_JOINTS", "BASE_SERVOS", "CHASSIS_LINKS", "CameraMount", "brake_name", "WORLDS_DIR", "WorldError",
            "imu_sensors", "imu_site", "robot_mjcf", "scene_path", "world_xml"]
 
 BASE_JOINTS = ("base_x", "base_y", "base_yaw")
@@ -52,6 +52,11 @@ class CameraMount:
     name: str
     frame: str
     fovy_deg: float
+
+
+def brake_name(joint: str) -> str:
+    """The equality that is the brake of a joint."""
+    return f"brake:{joint}"
 
 
 def imu_site(frame: str) -> str:
@@ -122,14 +127,14 @@ def _robot_mass(robot: ET.Element) -> float:
 
 
 def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
-              ties: Sequence[Tuple[str, str]] = (), cameras: Sequence[CameraMount] = (),
-              imus: Sequence[str] = (), friction_mu: float = 0.8, base_time_constant: float = 0.01,
-              start: Optional[Tuple[float, float, float]] = None) -> str:
+              ties: Sequence[Tuple[str, str]] = (), brakes: Sequence[str] = (), cameras: Sequence[CameraMount] = (),
+              imus: Sequence[str] = (), friction_mu: float = 0.8, base_time_constant: float = 0.01) -> str:
     """The world's MJCF: the scene with the robot on its planar base (see the module doc).
 
-    `ties`: (follower, leader) joints moving together; `cameras`, `imus` (URDF frames): what to mount;
+    `ties`: (follower, leader) joints moving together; `brakes`: joints with a brake, each an inactive
+    joint equality `brake_name(joint)` that holds the joint where it is once activated; `cameras`, `imus` (URDF frames): what to mount;
     `friction_mu`: wheel-floor friction, bounding the base servos' force; `base_time_constant` [s]:
-    how fast the base servos follow the modules; `start`: (x, y, yaw) of the base in the world.
+    how fast the base servos follow the modules. The base starts at the world's origin facing +x.
 
     :raises WorldError: a scene that is not MJCF, a frame or joint not in the robot."""
     if timestep <= 0.0 or not math.isfinite(timestep):
@@ -143,14 +148,16 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
     robot = robot_mjcf(urdf_xml)
     mass = _robot_mass(robot)
     root = _body(robot, "base_footprint")
-    x, y, yaw = start if start is not None else (0.0, 0.0, 0.0)
-    root.set("pos", f"{x:.9g} {y:.9g} 0")
-    root.set("quat", f"{math.cos(yaw / 2):.12g} 0 0 {math.sin(yaw / 2):.12g}")
     joints = [ET.Element("joint", name="base_x", type="slide", axis="1 0 0"),
               ET.Element("joint", name="base_y", type="slide", axis="0 1 0"),
               ET.Element("joint", name="base_yaw", type="hinge", axis="0 0 1")]
     for k, j in enumerate(joints):
         root.insert(k, j)
+    for joint in root.iter("joint"):
+        if joint.get("range") is not None:
+            # hard stops as stiff as the time step allows (MuJoCo's default, 0.02 s, let a closing finger
+            # sink 2 cm into its stop)
+            joint.set("solreflimit", f"{2 * timestep:.9g} 1")
     for body in root.iter("body"):
         name = body.get("name", "")
         chassis = any(name.startswith(c) for c in CHASSIS_LINKS)
@@ -180,6 +187,11 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
             if j not in joint_names:
                 raise WorldError(f"tie: no joint {j!r} in the robot")
         ET.SubElement(equality, "joint", joint1=follower, joint2=leader, polycoef="0 1 0 0 0",
+                      solref="0.002 1")
+    for j in brakes:
+        if j not in joint_names:
+            raise WorldError(f"brake: no joint {j!r} in the robot")
+        ET.SubElement(equality, "joint", name=brake_name(j), joint1=j, polycoef="0 0 0 0 0", active="false",
                       solref="0.002 1")
     actuator = ET.Element("actuator")
     traction = friction_mu * mass * GRAVITY        # [N] the floor's grip on all wheels together

@@ -2,7 +2,7 @@
 
 Serves one `r1sim` bus per bus of the robot's CAN layout, steps the physics at `physics_rate_hz`
 (r1_sim.sim_loop.PhysicsPacer), emits the board frames, and offers on `/sim` what only a simulator
-can: ground truth (/sim/joint_states, /sim/odom), fault injection (/sim/inject_fault) and the remote
+can: ground truth (/sim/joint_states, /sim/odom, and /sim/objects: the scene's free bodies), fault injection (/sim/inject_fault) and the remote
 controller's sticks (/sim/remote).
 
 Parameters (private): the robot's CAN layout (r1_can.config.parse_config: r1_can/config/r1.yaml + a bus
@@ -29,6 +29,7 @@ import rospy.impl.simtime
 import rospy.rostime
 from diagnostic_msgs.msg import DiagnosticStatus
 from hdas_msg.msg import controller_signal
+from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -38,6 +39,8 @@ from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.ros_io import DirectPublisher, run_node
 from r1_common.settings import ConfigError
 from r1_sim.bus_server import SimBusServer
+from r1_sim.mjcf import WorldError
+from r1_sim.msg import ObjectStates
 from r1_sim.robot import SimRobot
 from r1_sim.sim_loop import PhysicsPacer, RequestQueue, by_bus
 from r1_sim.sim_settings import NODE, SimSettings
@@ -53,6 +56,19 @@ def odometry(robot: SimRobot, stamp: rospy.Time) -> Odometry:
     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
     msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.angular.z = vx, vy, wz
     return msg
+
+
+def object_states(robot: SimRobot, stamp: rospy.Time) -> ObjectStates:
+    """/sim/objects: the scene's free bodies in sim_world (r1_sim/ObjectStates)."""
+    out = ObjectStates()
+    out.header.stamp = stamp
+    out.header.frame_id = "sim_world"
+    for o in robot.objects():
+        w, x, y, z = o.quaternion
+        out.name.append(o.name)
+        out.pose.append(Pose(Point(*o.position), Quaternion(x, y, z, w)))
+        out.twist.append(Twist(Vector3(*o.linear), Vector3(*o.angular)))
+    return out
 
 
 def clock_publisher() -> rospy.Publisher:
@@ -89,7 +105,10 @@ class SimNode:
         urdf = rospy.get_param("robot_description", None)
         if not urdf:
             raise ConfigError("robot_description", "not set: the simulator needs the robot's URDF")
-        self.robot = SimRobot(config, urdf, self.settings, time.monotonic())
+        try:
+            self.robot = SimRobot(config, urdf, self.settings, time.monotonic())
+        except WorldError as e:
+            raise ConfigError(f"{NODE}/scene", str(e)) from None
         self.namespace = os.environ.get("R1_SIM_NAMESPACE", "default")
         self.server = SimBusServer(config.buses, namespace=os.environ.get("R1_SIM_NAMESPACE"))
         rospy.loginfo("r1_sim: serving buses %s (namespace %s)", ", ".join(config.buses), self.namespace)
@@ -100,6 +119,7 @@ class SimNode:
         # thread per message
         self.joints_pub = DirectPublisher("/sim/joint_states", JointState)
         self.odom_pub = DirectPublisher("/sim/odom", Odometry)
+        self.objects_pub = DirectPublisher("/sim/objects", ObjectStates)
         # On wall time catching up keeps the physics with the controllers' clock; on simulated time the
         # controllers keep the physics' clock (SimSettings.max_lag_sim_time_s).
         self.sim_clock = bool(rospy.get_param("/use_sim_time", False))
@@ -177,6 +197,7 @@ class SimNode:
                 joints.header.stamp = t
                 self.joints_pub.publish(joints)
                 self.odom_pub.publish(odometry(robot, t))
+                self.objects_pub.publish(object_states(robot, t))
         server.close()
 
 

@@ -473,9 +473,17 @@ class ImuModel:
         the sensor frame, so a sensor at rest and level reads (0, 0, +9.81).
         """
         rot = np.asarray(rotation, dtype=float)
+        acc = np.asarray(linear_acceleration_local, dtype=float) + rot.T @ self._up
+        return self.report(rot, angular_velocity_local, acc)
+
+    def report(self, rotation: np.ndarray, angular_velocity_local: np.ndarray,
+               specific_force_local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(roll pitch yaw, gyro, acc) of a sensor whose specific force (a − g, sensor axes) is known, as
+        MuJoCo's accelerometer gives it; noise added."""
+        rot = np.asarray(rotation, dtype=float)
         rpy = pin.rpy.matrixToRpy(rot)     # extrinsic xyz, as scipy's as_euler("xyz"), at 1/300 of its cost
         gyro = np.array(angular_velocity_local, dtype=float)
-        acc = np.asarray(linear_acceleration_local, dtype=float) + rot.T @ self._up
+        acc = np.array(specific_force_local, dtype=float)
         if self.gyro_noise > 0.0:
             gyro = gyro + self._rng.normal(0.0, self.gyro_noise, 3)
         if self.acc_noise > 0.0:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Tuple, Union
+from typing import Any, Iterable, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from r1_can import board_frames, damiao
 from r1_can.config import GroupSpec, MotorSpec, RobotConfig
 from r1_sim.motor import SimMotor
+from r1_sim import mjcf
+from r1_sim.mujoco_world import MujocoWorld, ObjectState
 from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim, UpperBodySim
 from r1_sim.sim_settings import SimSettings
 
@@ -68,10 +70,15 @@ class SimRobot:
                 else:
                     body_joints.append(spec.joint)
         self.body_joints = body_joints
-        self.body = UpperBodySim(urdf_xml, body_joints, **self._friction(body_joints))
+        self.chassis = self._make_chassis(urdf_xml, chassis) if chassis else None
+        self.world: Optional[MujocoWorld] = None
+        if s.physics == "mujoco":
+            self.world = self._make_world(config, urdf_xml, body_joints, chassis)
+            self.body: Union[MujocoWorld, UpperBodySim] = self.world
+        else:
+            self.body = UpperBodySim(urdf_xml, body_joints, **self._friction(body_joints))
         start = np.array([s.start_pose.get(j, 0.0) for j in body_joints])
         self.body.set_state(start, np.zeros(len(body_joints)))
-        self.chassis = self._make_chassis(urdf_xml, chassis) if chassis else None
         timeout_units = int(round(s.comm_timeout_s / 50e-6))     # the TIMEOUT register counts 50 µs
         for group in config.groups.values():
             for k, spec in enumerate(group.motors):
@@ -90,7 +97,8 @@ class SimRobot:
                 slot = Slot(group.bus, group.name, spec, motor, kind, index)
                 if kind == "gripper":
                     slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))
-                    self.body.tie(slot.index2, index)      # the linkage moves both fingers
+                    if isinstance(self.body, UpperBodySim):
+                        self.body.tie(slot.index2, index)   # the linkage moves both fingers (MuJoCo: an equality)
                 self.slots.append(slot)
         self._command_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}
         self._register_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}
@@ -125,6 +133,21 @@ class SimRobot:
             x, y, _ = (float(v) for v in origin.get("xyz", "0 0 0").split())
             xy.append((x, y))
         return SwerveChassisSim(np.array(xy), float(chassis.params["wheel_radius"]))
+
+    def _make_world(self, config: RobotConfig, urdf_xml: str, body_joints: list[str],
+                    chassis: Optional[GroupSpec]) -> MujocoWorld:
+        """The bodies in MuJoCo: the scene of the settings, the fingers tied, the torso's brakes, the IMUs.
+
+        :raises r1_sim.mjcf.WorldError: a scene that is not there or that MuJoCo refuses."""
+        scene = mjcf.scene_path(self.settings.scene).read_text()
+        ties = [(g.gripper.joint.replace("joint1", "joint2"), g.gripper.joint)
+                for g in config.groups.values() if g.gripper is not None]
+        brakes = [m.joint for g in config.groups.values() if g.kind == "torso" for m in g.motors]
+        imus = [b.frame_id for b in config.boards.values() if b.kind == "imu"]
+        chassis_joints = [m.joint for m in chassis.motors] if chassis is not None else []
+        return MujocoWorld(urdf_xml, scene, body_joints, timestep=1.0 / self.settings.physics_rate_hz,
+                           ties=ties, brakes=brakes, imus=imus, chassis=chassis_joints,
+                           **self._friction(body_joints))
 
     def _friction(self, joints: list[str]) -> dict[str, np.ndarray]:
         """UpperBodySim's friction arrays (viscous, coulomb, armature per joint) from the settings."""
@@ -195,9 +218,20 @@ class SimRobot:
         for s in self._braked:
             brakes[s.index] = not s.motor.powered
         self.body.set_brakes(brakes)
-        self.body.step(tau, dt)
-        if self.chassis:
-            self.chassis.step(steer_tau, wheel_tau, dt)
+        chassis = self.chassis
+        if chassis:
+            chassis.step(steer_tau, wheel_tau, dt)
+        if self.world is not None:
+            if dt != self.world.model.opt.timestep:
+                self.world.model.opt.timestep = dt
+            if chassis:
+                self.world.step(tau, chassis.base_twist(),
+                                np.concatenate([chassis.steer_angles, chassis.wheel_angles]),
+                                np.concatenate([chassis.steer_rates, chassis.wheel_speeds]))
+            else:
+                self.world.step(tau, (0.0, 0.0, 0.0))
+        else:
+            self.body.step(tau, dt)
         self.battery.step(power / 0.85, dt)
         self._sync_motor_state(now, dt)
 
@@ -240,6 +274,9 @@ class SimRobot:
         of its yaw acceleration neglected.
         """
         frame = self.config.boards[name].frame_id
+        if self.world is not None:
+            return self.imu[name].report(*self.world.imu(frame))
+        assert isinstance(self.body, UpperBodySim)
         rot, omega_local, acc_local = self.body.frame_motion(frame)
         if self.chassis is not None:
             _, _, yaw = self.chassis.base_pose()
@@ -275,10 +312,21 @@ class SimRobot:
         self.remote_mode = int(mode)
 
     def base_pose(self) -> tuple[float, float, float]:
+        """(x, y, yaw) of the base in the world: where it truly is (MuJoCo's), which its wheels' odometry
+        only estimates (they slip when the base pushes against something)."""
+        if self.world is not None:
+            return self.world.base_pose()
         return self.chassis.base_pose() if self.chassis else (0.0, 0.0, 0.0)
 
     def base_twist(self) -> tuple[float, float, float]:
+        """(vx, vy, wz) of the base, its own frame."""
+        if self.world is not None:
+            return self.world.base_twist()
         return self.chassis.base_twist() if self.chassis else (0.0, 0.0, 0.0)
+
+    def objects(self) -> list[ObjectState]:
+        """The scene's free bodies (none on the legacy physics)."""
+        return self.world.objects() if self.world is not None else []
 
     def joint_positions(self) -> dict[str, float]:
         out = dict(zip(self.body_joints, self.body.positions.tolist()))

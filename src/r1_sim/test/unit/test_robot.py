@@ -181,7 +181,9 @@ def test_the_gripper_linkage_moves_both_fingers_together(robot: SimRobot) -> Non
             q = robot.joint_positions()
             positions.append((q["left_gripper_finger_joint1"], q["left_gripper_finger_joint2"]))
     p = np.array(positions)
-    assert np.max(np.abs(p[:, 0] - p[:, 1])) < 1e-9
-    assert p[1499, 0] == pytest.approx(0.04, abs=0.003) and p[-1, 0] == pytest.approx(0.0, abs=1e-6)
+    # MuJoCo's constraints are stiff springs (2 ms), not exact: the tie within 0.01 mm, the closed finger
+    # within 0.5 mm of its stop under the motor's closing force
+    assert np.max(np.abs(p[:, 0] - p[:, 1])) < 1e-5
+    assert p[1499, 0] == pytest.approx(0.04, abs=0.003) and p[-1, 0] == pytest.approx(0.0, abs=5e-4)
     v = np.abs(np.diff(p[1500:, 0])) / DT
     assert v.max() < 0.2 * 1.05
