@@ -39,6 +39,7 @@ CHASSIS_LINKS = ("base_footprint", "base_link", "steer_motor_link", "wheel_motor
 WORLDS_DIR = Path(__file__).resolve().parents[2] / "worlds"    # r1_sim/worlds (devel: the source tree)
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 1       # touches the scene's default geoms (1, 1), not itself
 GRAVITY = 9.81
+BASE_TIME_CONSTANT = 0.01     # [s] of the base servos (MujocoWorld sets their gains from the robot's inertia)
 
 
 class WorldError(ValueError):
@@ -128,7 +129,7 @@ def _robot_mass(robot: ET.Element) -> float:
 
 def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
               ties: Sequence[Tuple[str, str]] = (), brakes: Sequence[str] = (), cameras: Sequence[CameraMount] = (),
-              imus: Sequence[str] = (), friction_mu: float = 0.8, base_time_constant: float = 0.01) -> str:
+              imus: Sequence[str] = (), friction_mu: float = 0.8, base_time_constant: float = BASE_TIME_CONSTANT) -> str:
     """The world's MJCF: the scene with the robot on its planar base (see the module doc).
 
     `ties`: (follower, leader) joints moving together; `brakes`: joints with a brake, each an inactive

@@ -91,6 +91,16 @@ class MujocoWorld:
         self._v_prev = np.zeros(n)
         self._a = np.zeros(n)
         mujoco.mj_forward(model, self.data)
+        self._tune_base_servos(mjcf.BASE_TIME_CONSTANT)
+
+    def _tune_base_servos(self, time_constant: float) -> None:
+        """Each base servo's gain from the robot's actual inertia along its joint (the mass matrix's
+        diagonal at the start pose), so the base follows its modules within `time_constant` [s]."""
+        m, d = self.model, self.data
+        for servo, dof in zip(self._servos, self._base_v):
+            kv = d.qM[m.dof_Madr[dof]] / time_constant
+            m.actuator_gainprm[servo, 0] = kv
+            m.actuator_biasprm[servo, 2] = -kv
 
     def _joint(self, name: str):
         try:
