@@ -64,6 +64,7 @@ CORES = (
     "src/r1_sim/src/r1_sim/lidar.py",
     "src/r1_sim/src/r1_sim/lockstep.py",
     "src/r1_sim/src/r1_sim/motor.py",
+    "src/r1_sim/src/r1_sim/object_states.py",
     "src/r1_sim/src/r1_sim/physics.py",
     "src/r1_sim/src/r1_sim/raycast.py",
     "src/r1_sim/src/r1_sim/robot.py",

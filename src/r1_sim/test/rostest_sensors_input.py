@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """r1_sim_sensors fed by hand: what it does with missing, stale, bad and odd ground truth.
 
-The test plays the simulator (/sim/joint_states, /sim/odom on wall-clock time) and checks: no
-image before ground truth; images stamped with the ground truth's stamp once it flows; none while
-it is stale, with the reason in /diagnostics; bad messages dropped and counted, the node alive;
-unknown joints reported; a sensor nobody subscribes to not rendered. Waits are conditions with
+The test plays the simulator (/sim/joint_states, /sim/odom, /sim/objects on wall-clock time) and
+checks: no image before ground truth; images stamped with the ground truth's stamp once it flows; none while
+it is stale, with the reason in /diagnostics; bad messages (objects too) dropped and counted, the node alive;
+unknown joints and objects reported; a sensor nobody subscribes to not rendered. Waits are conditions with
 generous deadlines (a shared, loaded machine).
 """
 import threading
@@ -14,8 +14,11 @@ import unittest
 import rospy
 import rostest
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Pose, Twist
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage, JointState
+
+from r1_sim.msg import ObjectStates
 
 HEAD = "/hdas/camera_head/left_raw/image_raw_color/compressed"
 TIMEOUT = 120.0
@@ -28,6 +31,7 @@ class Feed(threading.Thread):
         super().__init__(daemon=True)
         self.joints = rospy.Publisher("/sim/joint_states", JointState, queue_size=5)
         self.odom = rospy.Publisher("/sim/odom", Odometry, queue_size=5)
+        self.objects = rospy.Publisher("/sim/objects", ObjectStates, queue_size=5)
         self.mode, self.age, self.stamps, self.lock = "off", 0.0, set(), threading.Lock()
         self.names = ["torso_joint1", "left_arm_joint1"]
 
@@ -44,10 +48,17 @@ class Feed(threading.Thread):
                     j.position = [float("nan")] * len(self.names)
                     o.pose.pose.orientation.w = 0.0
                     self.joints.publish(JointState(name=["torso_joint1"], position=[]))
+                    bad = Pose()                  # a zero quaternion: no rotation
+                    self.objects.publish(ObjectStates(name=["red_box"], pose=[bad], twist=[Twist()]))
                 with self.lock:
                     self.stamps.add(stamp.to_nsec())
                 self.joints.publish(j)
                 self.odom.publish(o)
+                if self.mode == "good":       # the red box moved, and a thing the room does not have
+                    p = Pose()
+                    p.position.x, p.position.y, p.position.z, p.orientation.w = 1.2, -0.3, 0.79, 1.0
+                    self.objects.publish(ObjectStates(header=j.header, name=["red_box", "teapot"], pose=[p, p],
+                                                      twist=[Twist(), Twist()]))
             time.sleep(0.05)
 
 
@@ -96,8 +107,9 @@ class SensorsInputTest(unittest.TestCase):
 
     def test_b_bad_messages_are_dropped_and_counted(self):
         self.feed.mode = "bad"
-        self.wait_for(lambda: int(self.diag["r1_sim_sensors: ground truth"][1]["bad_messages"]) >= 3,
+        self.wait_for(lambda: int(self.diag["r1_sim_sensors: ground truth"][1]["bad_messages"]) >= 4,
                       "bad-message count")
+        self.assertEqual(self.diag["r1_sim_sensors: ground truth"][1]["objects"], "none yet: the scene's poses")
         self.assertEqual(self.images_since(0), [])
 
     def test_c_images_flow_with_the_ground_truth_stamp(self):
@@ -114,6 +126,9 @@ class SensorsInputTest(unittest.TestCase):
         self.wait_for(lambda: self.diag["r1_sim_sensors: ground truth"][0].level == 0, "ground truth OK")
         self.wait_for(lambda: "tail_joint" in self.diag["r1_sim_sensors: ground truth"][1]["unknown_joints"],
                       "the unknown joint in diagnostics")
+        self.wait_for(lambda: self.diag["r1_sim_sensors: ground truth"][1]["unknown_objects"] == "teapot"
+                      and self.diag["r1_sim_sensors: ground truth"][1]["objects"] == "received",
+                      "the objects received and the unknown one reported")
         lidar, values = self.diag["r1_sim_sensors: chassis lidar"]
         self.assertEqual((lidar.message, values["frames"]), ("idle (no subscribers)", "0"))
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """r1_sim_sensors on the simulated R1: every guide topic, its layout, the walls, and motion.
 
-Checks, against the node's own parameters (sensors.yaml) and the scene (scene.yaml):
+Checks, against the node's own parameters (sensors.yaml) and the scene (r1_sim/worlds/room.xml):
 - every camera and lidar topic of the guide appears with its type, format/encoding, frame_id and
   size, stamped with a ground-truth stamp (/sim/joint_states);
 - the lidar's points, put in the world with the true base pose and the URDF, lie on the room's
@@ -17,6 +17,7 @@ import time
 import unittest
 
 import numpy as np
+import pinocchio as pin
 import rospy
 import rostest
 from diagnostic_msgs.msg import DiagnosticArray
@@ -27,10 +28,9 @@ from sensor_msgs import point_cloud2
 from sensor_msgs.msg import CompressedImage, Image, JointState, PointCloud2
 
 from r1_common import ros_testing
-from r1_sim.body import RobotBody
 from r1_sim.sensor_rig import parse_sensor_config
 
-# config/scene.yaml: inner wall faces
+# r1_sim/worlds/room.xml (the sensors' default scene): inner wall faces
 LEFT_WALL_Y, FRONT_WALL_X, WALL_TOP = 2.5, 3.0, 2.5
 FIRST_MESSAGE_S = 400.0
 CONDITION_S = 300.0
@@ -64,6 +64,29 @@ def cloud_points(msg):
                     dtype=float).reshape(-1, 4)
 
 
+class Body:
+    """The URDF's frames in the world at the true joints and base pose (pinocchio, independent of MuJoCo)."""
+
+    def __init__(self, urdf):
+        self.model = pin.buildModelFromXML(urdf)
+        self.data = self.model.createData()
+        self.world = pin.SE3.Identity()
+
+    def set_state(self, joints, base):
+        q = pin.neutral(self.model)
+        for name, v in joints.items():
+            if self.model.existJointName(name):
+                j = self.model.joints[self.model.getJointId(name)]
+                if j.nq == 1:
+                    q[j.idx_q] = v
+        pin.framesForwardKinematics(self.model, self.data, q)
+        x, y, yaw = base
+        self.world = pin.SE3(pin.rpy.rpyToMatrix(0, 0, yaw), np.array([x, y, 0.0]))
+
+    def frame_pose(self, frame):
+        return self.world * self.data.oMf[self.model.getFrameId(frame)]
+
+
 def yaw_of(q):
     return np.arctan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
 
@@ -73,7 +96,7 @@ class SensorsSimTest(unittest.TestCase):
     def setUpClass(cls):
         rospy.init_node("test_sensors_sim", anonymous=True)
         cls.config = parse_sensor_config(rospy.get_param("/r1_sim_sensors"))
-        cls.body = RobotBody(rospy.get_param("/robot_description"))
+        cls.body = Body(rospy.get_param("/robot_description"))
         cls.truth = Latest("/sim/joint_states", JointState, keep_stamps=True)
         cls.odom = Latest("/sim/odom", Odometry)
         cls.cams = {}

@@ -3,26 +3,46 @@
 `sensor_config` resolves the node's settings (`r1_sim.sensor_settings.SensorsSettings`: sizes, rates,
 on/off) over the vendor's facts (topic names, frames, depth encodings: the guide and r1_sdk_facts.md
 §6), which live in `VENDOR_CAMERAS`/`VENDOR_LIDAR`, into one spec per sensor. `SensorRig` holds the
-scene and the robot body and renders any sensor at the state last given to `set_state` (the
-simulator's ground truth), so the node, the benchmark and the tests all render through the same code.
+world as one MuJoCo model (`r1_sim.mjcf`: the robot from its URDF on its planar base, in a scene of
+`r1_sim/worlds`, a camera mounted on each enabled camera's optical frame) and renders any sensor at
+the state last given to `set_state` / `set_objects` (the simulator's ground truth), so the node, the
+benchmark and the tests all render through the same code:
+
+* cameras: `mujoco.Renderer` offscreen (OSMesa without a display: MUJOCO_GL=osmesa, which r1_sim's
+  package sets unless the environment chose), one renderer per distinct resolution; RGB, and z-depth
+  from the depth buffer (what RealSense and ZED publish: along the optical axis, not the range);
+* lidar: `mujoco.mj_ray` from the lidar frame along the Livox pattern of `r1_sim.lidar` (per ray:
+  3.2.3's `mj_multiRay` culls wrongly, `cast_rays` says how);
+  intensity = the hit geom's `user` value (the scene's reflectivity, 0..255), 60 where it has none
+  and on the robot (the robot's reflectivity before MuJoCo, which the URDF does not carry).
+
+`close()` frees the renderers' GL contexts (the node, the benchmark and the tests call it).
 """
 from __future__ import annotations
 
+import math
+import os
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+import mujoco
 import numpy as np
-import pinocchio as pin
 
 from r1_common.settings import ConfigError
-from r1_sim.body import RobotBody
-from r1_sim.camera import PinholeCamera
+from r1_sim import mjcf
 from r1_sim.lidar import LivoxLidar
-from r1_sim.scene import Scene, Shapes
 from r1_sim.sensor_settings import NODE, CameraSettings, LidarSettings, SensorsSettings
 
-__all__ = ["ConfigError", "CameraSpec", "LidarSpec", "SensorConfig", "SensorRig", "VENDOR_CAMERAS", "VENDOR_LIDAR",
-           "VendorCamera", "VendorLidar", "parse_sensor_config", "sensor_config"]
+__all__ = ["ConfigError", "CameraSpec", "LidarSpec", "ObjectPose", "SensorConfig", "SensorRig", "VENDOR_CAMERAS",
+           "VENDOR_LIDAR", "VendorCamera", "VendorLidar", "ROBOT_REFLECTIVITY", "DEFAULT_REFLECTIVITY",
+           "parse_sensor_config", "scene_xml", "sensor_config", "vfov_deg"]
+
+ROBOT_REFLECTIVITY = 60.0     # Livox scale: the robot's surfaces (the ray caster's value; the URDF has none)
+DEFAULT_REFLECTIVITY = 60.0   # a scene geom whose `user` value is 0 or missing
+NEAR_CLIP_M = 0.005           # [m] the renderers' near plane (nearer surfaces are not drawn)
+FAR_CLIP_M = 100.0            # [m] their far plane: beyond the farthest valid depth of any camera
+ObjectPose = Tuple[Sequence[float], Sequence[float]]   # position (x, y, z) [m], quaternion (w, x, y, z)
 
 
 @dataclass(frozen=True)
@@ -146,56 +166,241 @@ def parse_sensor_config(params: Optional[Mapping[str, Any]]) -> SensorConfig:
     return sensor_config(SensorsSettings.from_params(params, where=NODE))
 
 
-class SensorRig:
-    """The scene, the robot body and every enabled sensor's model."""
+def _gl_backend() -> None:
+    """MuJoCo takes its GL backend from MUJOCO_GL when first imported: a process that imported it before
+    the variable was set (r1_sim's package sets it) would get GLFW, which needs a display. Take the
+    backend MUJOCO_GL names now, if it is OSMesa or EGL and MuJoCo loaded another."""
+    want = os.environ.get("MUJOCO_GL", "").lower().strip()
+    from mujoco import gl_context
+    if want in ("osmesa", "egl") and getattr(gl_context, "_MUJOCO_GL", want) != want:
+        if want == "osmesa":
+            from mujoco.osmesa import GLContext
+        else:
+            from mujoco.egl import GLContext  # type: ignore[no-redef]
+        gl_context.GLContext = GLContext
+        gl_context._MUJOCO_GL = want
 
-    def __init__(self, urdf_xml: str, scene: Scene, config: SensorConfig, seed: int = 0):
-        self.scene, self.config = scene, config
-        self.body = RobotBody(urdf_xml)
-        self.cameras: dict[str, PinholeCamera] = {}
+
+def vfov_deg(width: int, height: int, hfov_deg: float) -> float:
+    """Vertical field of view of a pinhole camera with square pixels (MuJoCo's `fovy`)."""
+    return math.degrees(2.0 * math.atan(math.tan(math.radians(hfov_deg) / 2.0) * height / width))
+
+
+def scene_xml(scene: str) -> str:
+    """The MJCF text of a scene: a name of r1_sim/worlds (`room`, `empty`) or a path to an MJCF file.
+
+    :raises ConfigError: (key `scene`) no such scene, or not readable."""
+    try:
+        return mjcf.scene_path(scene).read_text()
+    except (mjcf.WorldError, OSError) as e:
+        raise ConfigError("scene", str(e)) from e
+
+
+class SensorRig:
+    """The world (robot + scene) as one MuJoCo model with every enabled camera mounted, and the lidar."""
+
+    def __init__(self, urdf_xml: str, scene: str, config: SensorConfig, seed: int = 0):
+        """`scene`: the scene's MJCF text (`scene_xml`).
+
+        :raises ConfigError: a sensor frame that is not a link of the URDF, bad sensor settings, a
+        world MuJoCo cannot build (key `scene`)."""
+        self.config = config
         self.specs = {n: s for n, s in config.cameras.items() if s.enabled}
+        try:
+            links = {link.get("name") for link in ET.fromstring(urdf_xml).iter("link")}
+        except ET.ParseError as e:
+            raise ConfigError("robot_description", f"not XML: {e}") from None
         for name, s in self.specs.items():
-            self._check_frame(s.frame, f"cameras/{name}")
-            try:
-                self.cameras[name] = PinholeCamera(s.width, s.height, s.hfov_deg, s.min_depth_m, s.max_depth_m)
-            except ValueError as e:
-                raise ConfigError(f"cameras/{name}", str(e)) from e
-        self.lidar: LivoxLidar | None = None
+            if s.frame not in links:
+                raise ConfigError(f"cameras/{name}/frame", f"{s.frame!r} is not a frame of robot_description")
+            if not 0.0 <= s.min_depth_m < s.max_depth_m:
+                raise ConfigError(f"cameras/{name}", "need 0 <= min_depth_m < max_depth_m")
+        self.lidar: Optional[LivoxLidar] = None
         if config.lidar.enabled:
             li = config.lidar
-            self._check_frame(li.frame, "lidar")
+            if li.frame not in links:
+                raise ConfigError("lidar/frame", f"{li.frame!r} is not a frame of robot_description")
             try:
                 self.lidar = LivoxLidar(li.points_per_scan, li.elevation_deg, li.min_range_m, li.max_range_m,
                                         li.range_noise_m, seed)
             except ValueError as e:
                 raise ConfigError("lidar", str(e)) from e
-        self._world: Shapes | None = None
+        mounts = [mjcf.CameraMount(n, s.frame, vfov_deg(s.width, s.height, s.hfov_deg)) for n, s in self.specs.items()]
+        try:
+            self.model = mjcf.load_world(mjcf.world_xml(urdf_xml, scene, cameras=mounts))
+        except mjcf.WorldError as e:
+            raise ConfigError("scene", str(e)) from e
+        m = self.model
+        self.data = mujoco.MjData(m)
+        self._joints = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j): int(m.jnt_qposadr[j])
+                        for j in range(m.njnt) if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE,
+                                                                     mujoco.mjtJoint.mjJNT_SLIDE)}
+        self._base = [self._joints.pop(j) for j in mjcf.BASE_JOINTS]
+        self.objects = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.jnt_bodyid[j])): int(m.jnt_qposadr[j])
+                        for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE}
+        # lidar intensity per geom: the scene's `user` value, the robot's own reflectivity on the robot
+        robot_root = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "base_footprint")
+        on_robot = np.array([self._under(int(m.geom_bodyid[g]), robot_root) for g in range(m.ngeom)], dtype=bool)
+        user = m.geom_user[:, 0].astype(float) if m.nuser_geom > 0 else np.zeros(m.ngeom)
+        self.reflectivity = np.where(on_robot, ROBOT_REFLECTIVITY, np.where(user > 0, user, DEFAULT_REFLECTIVITY))
+        self._lidar_body = (mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, config.lidar.frame)
+                            if self.lidar is not None else -1)
+        # renderers: the offscreen buffer fits the largest camera; no multisampling (4x the cost on OSMesa);
+        # the clipping planes in metres (MuJoCo's are in units of the model's extent)
+        extent = float(m.stat.extent)
+        m.vis.map.znear = NEAR_CLIP_M / extent
+        m.vis.map.zfar = max(FAR_CLIP_M, 2.0 * max([s.max_depth_m for s in self.specs.values()] + [0.0])) / extent
+        self._far = float(m.vis.map.zfar) * extent
+        m.vis.quality.offsamples = 0
+        if self.specs:
+            m.vis.global_.offwidth = max([m.vis.global_.offwidth] + [s.width for s in self.specs.values()])
+            m.vis.global_.offheight = max([m.vis.global_.offheight] + [s.height for s in self.specs.values()])
+        self._renderers: Dict[Tuple[int, int], Any] = {}
+        if self.specs:
+            _gl_backend()
+        try:
+            for s in self.specs.values():
+                if (s.width, s.height) not in self._renderers:
+                    self._renderers[(s.width, s.height)] = mujoco.Renderer(m, s.height, s.width)
+        except Exception:
+            self.close()
+            raise
+        self._dirty = True
+        mujoco.mj_kinematics(m, self.data)     # the scene's own object poses until set_objects says otherwise
+        self._dirty = True
 
-    def _check_frame(self, frame: str, who: str) -> None:
-        if not self.body.model.existFrame(frame):
-            raise ConfigError(f"{who}/frame", f"{frame!r} is not a frame of robot_description")
+    @staticmethod
+    def _parent_chain(model: Any, body: int) -> List[int]:
+        chain = [body]
+        while body > 0:
+            body = int(model.body_parentid[body])
+            chain.append(body)
+        return chain
 
-    def set_state(self, joints: Mapping[str, float], base_pose: tuple[float, float, float]) -> list[str]:
-        """The simulator's ground truth: true joint positions by name, true (x, y, yaw) of the base."""
-        self._world = None
-        return self.body.set_state(joints, base_pose)
+    def _under(self, body: int, root: int) -> bool:
+        return root >= 0 and root in self._parent_chain(self.model, body)
 
-    def world(self) -> Shapes:
-        """Scene and robot primitives at the current state (built once per state)."""
-        if self._world is None:
-            self._world = Shapes.concatenate([self.scene.shapes, self.body.shapes()])
-        return self._world
+    def close(self) -> None:
+        """Free the renderers (their GL contexts). The rig renders no camera afterwards."""
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
 
-    def sensor_pose(self, frame: str) -> pin.SE3:
-        return self.body.frame_pose(frame)
+    def __enter__(self) -> "SensorRig":
+        return self
 
-    def render_camera(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """RGB (H, W, 3) uint8 and z-depth (H, W) float32 [m] of an enabled camera."""
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- state -------------------------------------------------------------------------------------
+    def set_state(self, joints: Mapping[str, float], base_pose: Tuple[float, float, float]) -> List[str]:
+        """The simulator's ground truth: true joint positions by URDF name, true (x, y, yaw) of the base.
+        Returns the names that are no joint of the model (ignored)."""
+        unknown = []
+        qpos = self.data.qpos
+        for name, value in joints.items():
+            adr = self._joints.get(name)
+            if adr is None:
+                unknown.append(name)
+            else:
+                qpos[adr] = value
+        for adr, value in zip(self._base, base_pose):
+            qpos[adr] = value
+        self._dirty = True
+        return unknown
+
+    def set_objects(self, poses: Mapping[str, ObjectPose]) -> List[str]:
+        """Poses of the scene's free bodies by body name (position, quaternion w x y z, checked by
+        `r1_sim.object_states`); the others stay where they are. Returns the names that are no object."""
+        unknown = []
+        for name, (pos, quat) in poses.items():
+            adr = self.objects.get(name)
+            if adr is None:
+                unknown.append(name)
+            else:
+                self.data.qpos[adr:adr + 3] = pos
+                self.data.qpos[adr + 3:adr + 7] = quat
+        self._dirty = True
+        return unknown
+
+    def _update(self) -> None:
+        if self._dirty:
+            mujoco.mj_kinematics(self.model, self.data)
+            mujoco.mj_camlight(self.model, self.data)
+            self._dirty = False
+
+    def frame_pose(self, frame: str) -> Tuple[np.ndarray, np.ndarray]:
+        """(position (3,), rotation (3, 3) world <- frame) of a URDF frame at the current state."""
+        self._update()
+        b = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, frame)
+        if b < 0:
+            raise KeyError(f"no frame {frame!r}")
+        return self.data.xpos[b].copy(), self.data.xmat[b].reshape(3, 3).copy()
+
+    def object_pose(self, name: str) -> Tuple[np.ndarray, np.ndarray]:
+        """(position, quaternion w x y z) of a scene object now."""
+        adr = self.objects[name]
+        return self.data.qpos[adr:adr + 3].copy(), self.data.qpos[adr + 3:adr + 7].copy()
+
+    # -- sensors -----------------------------------------------------------------------------------
+    def render_camera(self, name: str, rgb: bool = True, depth: bool = True
+                      ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+        """RGB (H, W, 3) uint8 and z-depth (H, W) float32 [m] of an enabled camera (None for what is
+        not asked). Depth: NaN where nothing was hit, −inf nearer than min_depth, +inf beyond max_depth
+        (the ZED SDK's conventions; `r1_sim.encoding` turns them into 16UC1's 0)."""
         spec = self.specs[name]
-        return self.cameras[name].render(self.sensor_pose(spec.frame), self.world(), self.scene.floor, self.scene.light)
+        r = self._renderers.get((spec.width, spec.height))
+        if r is None:
+            raise RuntimeError("the rig is closed")
+        self._update()
+        r.update_scene(self.data, camera=name)
+        image = r.render() if rgb else None
+        z = None
+        if depth:
+            r.enable_depth_rendering()
+            try:
+                raw = r.render()
+            finally:
+                r.disable_depth_rendering()
+            z = np.where(raw >= self._far * (1.0 - 1e-4), np.nan, raw)
+            with np.errstate(invalid="ignore"):
+                z = np.where(z < spec.min_depth_m, -np.inf, z)
+                z = np.where(z > spec.max_depth_m, np.inf, z).astype(np.float32)
+        return image, z
 
-    def scan_lidar(self) -> np.ndarray:
-        """(K, 4) float32 x, y, z, intensity in the lidar frame."""
+    def cast_rays(self, origin: np.ndarray, directions: np.ndarray, exclude_body: int = -1
+                  ) -> Tuple[np.ndarray, np.ndarray]:
+        """(distance [m], geom id) of rays from `origin` along unit `directions` (N, 3) in the world;
+        distance −1 and geom −1 where nothing is hit."""
+        self._update()
+        m, d = self.model, self.data
+        vec = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
+        pnt = np.asarray(origin, dtype=float)
+        geomid = np.full(len(vec), -1, dtype=np.int32)
+        dist = np.full(len(vec), -1.0)
+        one = np.zeros(1, dtype=np.int32)
+        # mj_ray per ray, not mj_multiRay: MuJoCo 3.2.3's mj_multiRay culls geoms wrongly and missed or
+        # passed through the walls and the table on 9 % of a scan (138 of 1,500 rays against mj_ray; the
+        # room is closed, so a miss is wrong); per ray it costs about the same here (docs/sensors.md)
+        for k in range(len(vec)):
+            dist[k] = mujoco.mj_ray(m, d, pnt, vec[k], None, 1, exclude_body, one)
+            geomid[k] = one[0]
+        return dist, geomid
+
+    def scan_lidar(self, directions: Optional[np.ndarray] = None) -> np.ndarray:
+        """(K, 4) float32 x, y, z, intensity in the lidar frame (the next scan of the Livox pattern, or the
+        given unit `directions` in the lidar frame). Returns nearer than min_range or beyond max_range
+        are dropped, as nothing hit."""
         if self.lidar is None:
             raise RuntimeError("the lidar is disabled")
-        return self.lidar.scan(self.sensor_pose(self.config.lidar.frame), self.world(), self.scene.floor)
+        d = self.lidar.next_directions() if directions is None else np.asarray(directions, dtype=float)
+        pos, rot = self.frame_pose(self.config.lidar.frame)
+        t, geom = self.cast_rays(pos, d @ rot.T, self._lidar_body)
+        li = self.lidar
+        if li.range_noise_m > 0:
+            t = np.where(geom >= 0, t + li._rng.normal(0.0, li.range_noise_m, len(t)), t)
+        keep = (geom >= 0) & (t >= li.min_range) & (t <= li.max_range)
+        out = np.empty((int(keep.sum()), 4), dtype=np.float32)
+        out[:, :3] = d[keep] * t[keep, None]
+        out[:, 3] = self.reflectivity[geom[keep]]
+        return out

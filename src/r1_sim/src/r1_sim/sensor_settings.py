@@ -7,7 +7,7 @@ class because its defaults differ (a nested section is read over its class's def
 ZED 2, the wrists' RealSense, the chassis cameras.
 
 The defaults are small so the whole stack fits a 2-core machine: every sensor together costs about a
-tenth of a core at real time (docs/benchmarks/sensors_sim.md), where the vendor's drivers publish
+fifth of a core at real time (docs/benchmarks/sensors_sim.md), where the vendor's drivers publish
 640×360 (head), 640×480 (wrists) and 1920×1080 (chassis) at 15 fps and 20,000 lidar points at 10 Hz.
 Rates are in ROS time (simulated time under r1_sim.launch). docs/sensors.md shows the tables.
 """
@@ -114,8 +114,11 @@ class SensorsSettings(Settings):
                                 low=1, high=100)
     cameras: CamerasSettings = setting(CamerasSettings(), "per camera")
     lidar: LidarSettings = setting(LidarSettings(), "the chassis lidar")
-    scene_file: str = setting("", "the room the sensors see (empty: r1_sim's config/scene.yaml)")
+    scene: str = setting("room", "the world the sensors see: a scene of r1_sim/worlds (`room`, `empty`) or a path "
+                                 "to an MJCF file (the simulator's own, so the objects of /sim/objects are in it)")
     urdf_file: str = setting("", "robot model read when robot_description is not set "
                                  "(empty: r1_description's urdf/r1_v2_1_0.urdf)")
     joint_states_topic: str = setting("/sim/joint_states", "ground truth: every simulated joint's position")
     odom_topic: str = setting("/sim/odom", "ground truth: the base's pose in `sim_world`")
+    objects_topic: str = setting("/sim/objects", "ground truth: the scene's objects' poses in `sim_world` "
+                                                 "(r1_sim/ObjectStates; until it arrives: where the scene puts them)")

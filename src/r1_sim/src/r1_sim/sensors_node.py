@@ -1,7 +1,8 @@
 """r1_sim_sensors: the vendor's camera and lidar topics rendered from the simulator's ground truth.
 
-A thin ROS wrapper around `r1_sim.sensor_rig`: it keeps the latest /sim/joint_states and
-/sim/odom (true joint positions, true planar base pose in `sim_world`), and on ROS time (simulated
+A thin ROS wrapper around `r1_sim.sensor_rig` (MuJoCo): it keeps the latest /sim/joint_states,
+/sim/odom and /sim/objects (true joint positions, true planar base pose and the scene's objects' poses
+in `sim_world`), and on ROS time (simulated
 time under r1_sim.launch, so the sensors slow down with the physics on a busy machine) renders each
 sensor at its rate and publishes the guide's topics, stamped with the ground truth's stamp and
 framed in the sensor's URDF frame. Sensors nobody subscribes to are not rendered (unless
@@ -13,9 +14,10 @@ a failing render is logged and skipped. /diagnostics (1 Hz): one status per sens
 `r1_common.loop_stats` keys (rate, render+encode wall time, latency from the ground-truth stamp), and
 one for the ground truth.
 
-Settings: r1_sim.sensor_settings.SensorsSettings (docs/sensors.md). The process runs numpy with one BLAS
-thread (the script sets OPENBLAS_NUM_THREADS=1 before numpy loads): the ray caster's matrix products
-are small, and OpenBLAS's worker threads spin between them (twice the CPU of the render itself).
+Settings: r1_sim.sensor_settings.SensorsSettings (docs/sensors.md). The script sets MUJOCO_GL=osmesa
+(offscreen rendering without a display) and OPENBLAS_NUM_THREADS=1 (OpenBLAS's idle workers spin
+between small matrix products) before anything loads MuJoCo or numpy, unless the environment set them.
+The renderers' GL contexts are freed when the node stops.
 """
 from __future__ import annotations
 
@@ -48,8 +50,9 @@ from r1_sim.encoding import (
     depth_32fc1,
     jpeg,
 )
-from r1_sim.scene import SceneError, load_scene
-from r1_sim.sensor_rig import SensorRig, sensor_config
+from r1_sim.msg import ObjectStates
+from r1_sim.object_states import object_poses
+from r1_sim.sensor_rig import SensorRig, scene_xml, sensor_config
 from r1_sim.sensor_settings import NODE, SensorsSettings
 
 MAX_JOINT_VALUE = 1e9       # [rad] wheel angles wind up unbounded; beyond this a value is no joint's
@@ -63,6 +66,7 @@ class Truth:
     stamp: rospy.Time
     joints: dict
     base: tuple
+    objects: Optional[dict] = None     # {name: (position, quaternion w x y z)}; None: none received yet
 
 
 def yaw_of(q) -> float:
@@ -92,17 +96,14 @@ class SensorsNode:
         self.settings = settings = SensorsSettings.from_params(rospy.get_param("~", {}), where=NODE)
         self.config = sensor_config(settings)
         urdf = self._description(settings.urdf_file)
-        scene_file = settings.scene_file or rospkg.RosPack().get_path("r1_sim") + "/config/scene.yaml"
-        try:
-            scene = load_scene(scene_file)
-        except (SceneError, OSError) as e:
-            raise ConfigError("scene_file", f"{scene_file}: {e}") from e
-        self.rig = SensorRig(urdf, scene, self.config)
+        self.rig = SensorRig(urdf, scene_xml(settings.scene), self.config)
         self.render_idle = settings.render_without_subscribers
         self.throttle = Throttle(5.0)
         self.lock = threading.Lock()
         self.joints: Optional[JointState] = None
         self.odom: Optional[tuple] = None        # (stamp, (x, y, yaw))
+        self.objects: Optional[tuple] = None     # (stamp, {name: (position, quaternion w x y z)})
+        self.unknown_objects: list[str] = []
         self.bad_messages = 0
         self.unknown_joints: list[str] = []
         self.state_stamp = None
@@ -123,8 +124,10 @@ class SensorsNode:
         self.diag_pub = QuietPublisher("/diagnostics", DiagnosticArray, queue_size=2)
         rospy.Subscriber(settings.joint_states_topic, JointState, self._on_joints, queue_size=1, tcp_nodelay=True)
         rospy.Subscriber(settings.odom_topic, Odometry, self._on_odom, queue_size=1, tcp_nodelay=True)
+        rospy.Subscriber(settings.objects_topic, ObjectStates, self._on_objects, queue_size=1, tcp_nodelay=True)
         rospy.loginfo(f"{NODE}: {len(self.rig.specs)} cameras ({', '.join(self.rig.specs) or 'none'}), lidar "
-                      f"{'on' if self.rig.lidar else 'off'}; waiting for ground truth")
+                      f"{'on' if self.rig.lidar else 'off'}, scene {settings.scene!r} "
+                      f"(objects: {', '.join(self.rig.objects) or 'none'}); waiting for ground truth")
 
     @staticmethod
     def _description(urdf_file: str) -> str:
@@ -179,14 +182,32 @@ class SensorsNode:
         with self.lock:
             self.odom = (stamp, (p.x, p.y, yaw_of(q)))
 
+    def _on_objects(self, msg: ObjectStates) -> None:
+        try:
+            poses, unknown = object_poses(
+                msg.name, [(p.position.x, p.position.y, p.position.z) for p in msg.pose],
+                [(p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w) for p in msg.pose],
+                len(msg.twist), self.rig.objects)
+        except InputError as e:
+            return self._bad("objects", f"objects: {e}")
+        if unknown:
+            with self.lock:
+                self.unknown_objects = sorted(set(self.unknown_objects) | set(unknown))[:SHOWN]
+            self.throttle(rospy.logwarn, "unknown_objects",
+                          f"{NODE}: objects not in the scene ignored: {show(unknown)}")
+        stamp = self._stamp(msg)
+        with self.lock:
+            self.objects = (stamp, poses)
+
     def truth(self) -> Optional[Truth]:
         """The latest joints and base pose; its stamp is the older of the two."""
         with self.lock:
             if self.joints is None or self.odom is None:
                 return None
             j, (odom_stamp, base) = self.joints, self.odom
+            objects = self.objects[1] if self.objects is not None else None
         stamp = min(j.header.stamp, odom_stamp)
-        return Truth(stamp, dict(zip(j.name, j.position)), base)
+        return Truth(stamp, dict(zip(j.name, j.position)), base, objects)
 
     # -- output ------------------------------------------------------------------------------------
     def _subscribed(self, name: str) -> dict:
@@ -206,11 +227,11 @@ class SensorsNode:
         else:
             spec = self.rig.specs[name]
             header.frame_id = spec.frame
-            rgb, depth = self.rig.render_camera(name)
-            if wanted["rgb"]:
+            rgb, depth = self.rig.render_camera(name, rgb=wanted["rgb"], depth=bool(wanted.get("depth")))
+            if rgb is not None:
                 self.pubs[name]["rgb"].publish(CompressedImage(header=header, format="jpeg",
                                                                data=jpeg(rgb, spec.jpeg_quality)))
-            if wanted.get("depth"):
+            if depth is not None:
                 raw = depth_16uc1(depth) if spec.depth_encoding == "16UC1" else depth_32fc1(depth)
                 self.pubs[name]["depth"].publish(image_msg(raw, header))
         now = rospy.get_time()
@@ -222,13 +243,15 @@ class SensorsNode:
         arr.header.stamp = rospy.Time.from_sec(now) if now > 0 else rospy.Time.now()
         age = now - truth.stamp.to_sec() if truth else float("nan")
         with self.lock:
-            bad, unknown = self.bad_messages, list(self.unknown_joints)
+            bad, unknown, unknown_objects = self.bad_messages, list(self.unknown_joints), list(self.unknown_objects)
         gt = DiagnosticStatus(name=f"{NODE}: ground truth", hardware_id="r1_sim")
         gt.level = DiagnosticStatus.OK if truth and not self.stale else DiagnosticStatus.WARN
         gt.message = ("no ground truth yet" if truth is None else
                       f"stale ({age:.1f} s old): not publishing" if self.stale else "ok")
         gt.values = [KeyValue("age_s", f"{age:.3f}"), KeyValue("bad_messages", str(bad)),
-                     KeyValue("unknown_joints", ",".join(unknown) or "none")]
+                     KeyValue("unknown_joints", ",".join(unknown) or "none"),
+                     KeyValue("unknown_objects", ",".join(unknown_objects) or "none"),
+                     KeyValue("objects", "received" if self.objects is not None else "none yet: the scene's poses")]
         arr.status.append(gt)
         for name, stats in self.stats.items():
             if name == "lidar":
@@ -297,6 +320,8 @@ class SensorsNode:
                             self.unknown_joints = sorted(set(self.unknown_joints) | set(unknown))[:SHOWN]
                         self.throttle(rospy.logwarn, "unknown",
                                       f"{NODE}: joints not in robot_description ignored: {show(unknown)}")
+                    if truth.objects:
+                        self.rig.set_objects(truth.objects)
                     state_set = True
                 if self.render(name, truth):
                     last_stamp[name] = truth.stamp
@@ -307,4 +332,12 @@ class SensorsNode:
 
 def main() -> None:
     """The node's process: a bad configuration ends it with one fatal line (r1_common.ros_io.run_node)."""
-    run_node(NODE, lambda: SensorsNode().spin())   # spin() returns when ROS shuts down
+    run_node(NODE, _run)
+
+
+def _run() -> None:
+    node = SensorsNode()
+    try:
+        node.spin()          # returns when ROS shuts down
+    finally:
+        node.rig.close()     # the renderers' GL contexts

@@ -35,7 +35,7 @@ def test_what_the_launch_files_load_is_accepted(path, args):
     s = SensorsSettings.from_params(ns, where="r1_sim_sensors")
     assert s.render_without_subscribers == ("render_without_subscribers:=true" in args)
     if path == LAUNCH:
-        assert s.scene_file.endswith("r1_sim/config/scene.yaml") and s.urdf_file.endswith("r1_v2_1_0.urdf")
+        assert s.scene == "room" and s.urdf_file.endswith("r1_v2_1_0.urdf")
     else:                                  # the rostest's own overrides, over the defaults of each kind
         assert s.cameras.head.rate_hz == 5.0 and s.cameras.head.width == 160 and s.lidar.enabled
         assert not any(getattr(s.cameras, n).enabled for n in [*CHASSIS, "wrist_left", "wrist_right"])
@@ -97,12 +97,19 @@ def test_a_cameras_section_is_read_over_the_defaults_of_its_kind():
     ({"lidar": {"points_per_scan": 1500.5}}, "r1_sim_sensors/lidar/points_per_scan"),
     ({"render_without_subscribers": "yes"}, "r1_sim_sensors/render_without_subscribers"),
     ({"stale_after_s": 0.0}, "r1_sim_sensors/stale_after_s"),
-    ({"scene": "room.yaml"}, "r1_sim_sensors/scene"),
+    ({"scene_file": "room.yaml"}, "r1_sim_sensors/scene_file"),      # the ray caster's, gone
+    ({"scene": 3}, "r1_sim_sensors/scene"),
 ])
 def test_bad_values_are_refused_naming_the_key(params, key):
     with pytest.raises(ConfigError) as e:
         parse_sensor_config(params)
     assert e.value.key == key
+
+
+def test_the_scene_is_a_setting_and_the_launch_files_argument():
+    assert SensorsSettings().scene == "room" and SensorsSettings().objects_topic == "/sim/objects"
+    ns = launch_namespace(LAUNCH, "/r1_sim_sensors", "scene:=empty")
+    assert SensorsSettings.from_params(ns, where="r1_sim_sensors").scene == "empty"
 
 
 def test_sensor_config_of_the_settings_is_parse_sensor_config_of_the_namespace():
