@@ -5,8 +5,8 @@ frame of the URDF is there to mount a camera or an IMU on), and puts it into a s
 document of the user's (`worlds/*.xml` in this package: `room`, `empty`). What is added to the robot:
 
 * **the base**: `base_footprint` gets a planar joint set (`base_x`, `base_y` slides, `base_yaw`
-  hinge) driven by velocity servos (`base_*_servo`) whose force is bounded by the wheels' traction
-  (mu · m · g), so the base follows its swerve modules and slips when it pushes against something;
+  hinge) with a position servo on each (`base_servo`), which `r1_sim.base_traction` drives after the
+  swerve modules (slipping beyond the grip);
   the chassis (base, steer and wheel links) has no contacts: it rolls over the floor kinematically
   (why: docs/simulator.md, "The base on the floor");
 * **contacts**: every other robot geom touches the scene (scene geoms keep MuJoCo's default
@@ -30,16 +30,14 @@ from typing import Sequence, Tuple
 
 import mujoco
 
-__all__ = ["BASE_JOINTS", "BASE_SERVOS", "CHASSIS_LINKS", "CameraMount", "brake_name", "WORLDS_DIR", "WorldError",
+__all__ = ["BASE_JOINTS", "CHASSIS_LINKS", "CameraMount", "base_servo", "brake_name", "WORLDS_DIR", "WorldError",
            "imu_sensors", "imu_site", "robot_mjcf", "scene_path", "world_xml"]
 
 BASE_JOINTS = ("base_x", "base_y", "base_yaw")
-BASE_SERVOS = tuple(f"{j}_servo" for j in BASE_JOINTS)
 CHASSIS_LINKS = ("base_footprint", "base_link", "steer_motor_link", "wheel_motor_link")   # no contacts
 WORLDS_DIR = Path(__file__).resolve().parents[2] / "worlds"    # r1_sim/worlds (devel: the source tree)
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 1       # touches the scene's default geoms (1, 1), not itself
 GRAVITY = 9.81
-BASE_TIME_CONSTANT = 0.01     # [s] of the base servos (MujocoWorld sets their gains from the robot's inertia)
 
 
 class WorldError(ValueError):
@@ -53,6 +51,11 @@ class CameraMount:
     name: str
     frame: str
     fovy_deg: float
+
+
+def base_servo(joint: str) -> str:
+    """The position actuator of a base joint (gains set by MujocoWorld from r1_sim.base_traction)."""
+    return f"{joint}_servo"
 
 
 def brake_name(joint: str) -> str:
@@ -123,19 +126,14 @@ def _body(root: ET.Element, name: str) -> ET.Element:
     raise WorldError(f"no link {name!r} in the robot")
 
 
-def _robot_mass(robot: ET.Element) -> float:
-    return sum(float(i.get("mass", "0")) for i in robot.iter("inertial"))
-
-
 def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
               ties: Sequence[Tuple[str, str]] = (), brakes: Sequence[str] = (), cameras: Sequence[CameraMount] = (),
-              imus: Sequence[str] = (), friction_mu: float = 0.8, base_time_constant: float = BASE_TIME_CONSTANT) -> str:
+              imus: Sequence[str] = ()) -> str:
     """The world's MJCF: the scene with the robot on its planar base (see the module doc).
 
     `ties`: (follower, leader) joints moving together; `brakes`: joints with a brake, each an inactive
     joint equality `brake_name(joint)` that holds the joint where it is once activated; `cameras`, `imus` (URDF frames): what to mount;
-    `friction_mu`: wheel-floor friction, bounding the base servos' force; `base_time_constant` [s]:
-    how fast the base servos follow the modules. The base starts at the world's origin facing +x.
+    The base starts at the world's origin facing +x.
 
     :raises WorldError: a scene that is not MJCF, a frame or joint not in the robot."""
     if timestep <= 0.0 or not math.isfinite(timestep):
@@ -147,7 +145,6 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
     if scene.tag != "mujoco":
         raise WorldError(f"scene: root element <{scene.tag}>, expected <mujoco>")
     robot = robot_mjcf(urdf_xml)
-    mass = _robot_mass(robot)
     root = _body(robot, "base_footprint")
     joints = [ET.Element("joint", name="base_x", type="slide", axis="1 0 0"),
               ET.Element("joint", name="base_y", type="slide", axis="0 1 0"),
@@ -195,14 +192,9 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
         ET.SubElement(equality, "joint", name=brake_name(j), joint1=j, polycoef="0 0 0 0 0", active="false",
                       solref="0.002 1")
     actuator = ET.Element("actuator")
-    traction = friction_mu * mass * GRAVITY        # [N] the floor's grip on all wheels together
-    reach = 0.3                                     # [m] lever of the wheels about the base's centre
-    yaw_inertia = mass * 0.3 ** 2                   # [kg·m²] order of the robot's inertia about z
-    for j, servo in zip(BASE_JOINTS, BASE_SERVOS):
-        kv = (yaw_inertia if j == "base_yaw" else mass) / base_time_constant
-        limit = traction * reach if j == "base_yaw" else traction
-        ET.SubElement(actuator, "velocity", name=servo, joint=j, kv=f"{kv:.6g}", forcelimited="true",
-                      forcerange=f"{-limit:.6g} {limit:.6g}", ctrllimited="false")
+    for j in BASE_JOINTS:        # kp, kv and the force range: set on the model (MujocoWorld)
+        ET.SubElement(actuator, "position", name=base_servo(j), joint=j, kp="1", kv="1", forcelimited="true",
+                      forcerange="-1 1", ctrllimited="false")
     # assemble: the scene's document with the robot's bodies, ours after the scene's own sections
     compiler = scene.find("compiler")
     if compiler is None:

@@ -8,8 +8,8 @@ a scene, and gives `r1_sim.robot.SimRobot` what its motors need:
   finger) as generalised forces and advances one time step. Joint friction (viscous → damping,
   Coulomb → friction loss), rotor inertia (armature) and the hard stops are MuJoCo's; a **brake**
   is a joint equality that holds the joint where it was when the brake engaged;
-* the **base**: its planar joints follow the swerve modules' velocity (the twist `step` is given,
-  base frame) through traction-bounded servos (r1_sim.mjcf); `base_pose`/`base_twist` are MuJoCo's;
+* the **base**: its planar joints follow the swerve modules (the twist `step` is given, base frame),
+  held by the floor's grip (r1_sim.base_traction); `base_pose`/`base_twist` are MuJoCo's;
   the steer and wheel joints are posed from the chassis model (they carry no dynamics here);
 * **IMUs** (`imu`): orientation, rate gyro and specific force of a URDF frame, from MuJoCo's sensors,
   so they feel the base's motion, the torso's and gravity together;
@@ -25,6 +25,7 @@ import mujoco
 import numpy as np
 
 from r1_sim import mjcf
+from r1_sim.base_traction import BaseTraction
 
 __all__ = ["MujocoWorld", "ObjectState"]
 
@@ -76,7 +77,6 @@ class MujocoWorld:
         self._brake_index = {j: self.joints.index(j) for j in brakes if j in self.joints}
         self._base_q = np.array([self._joint(j).qposadr[0] for j in mjcf.BASE_JOINTS], dtype=int)
         self._base_v = np.array([self._joint(j).dofadr[0] for j in mjcf.BASE_JOINTS], dtype=int)
-        self._servos = np.array([model.actuator(s).id for s in mjcf.BASE_SERVOS], dtype=int)
         self._chassis_q = np.array([self._joint(j).qposadr[0] for j in chassis], dtype=int)
         self._chassis_v = np.array([self._joint(j).dofadr[0] for j in chassis], dtype=int)
         self._imu = {}
@@ -91,16 +91,15 @@ class MujocoWorld:
         self._v_prev = np.zeros(n)
         self._a = np.zeros(n)
         mujoco.mj_forward(model, self.data)
-        self._tune_base_servos(mjcf.BASE_TIME_CONSTANT)
-
-    def _tune_base_servos(self, time_constant: float) -> None:
-        """Each base servo's gain from the robot's actual inertia along its joint (the mass matrix's
-        diagonal at the start pose), so the base follows its modules within `time_constant` [s]."""
-        m, d = self.model, self.data
-        for servo, dof in zip(self._servos, self._base_v):
-            kv = d.qM[m.dof_Madr[dof]] / time_constant
-            m.actuator_gainprm[servo, 0] = kv
-            m.actuator_biasprm[servo, 2] = -kv
+        # the floor's hold on the base, for the robot's inertia along each base joint at the start pose
+        inertia = [float(self.data.qM[model.dof_Madr[dof]]) for dof in self._base_v]
+        self.traction = t = BaseTraction(mass=inertia[0], yaw_inertia=inertia[2])
+        self._servos = np.array([model.actuator(mjcf.base_servo(j)).id for j in mjcf.BASE_JOINTS], dtype=int)
+        for k, servo in enumerate(self._servos):        # a position servo: kp · (ctrl − q) − kd · v
+            model.actuator_gainprm[servo, 0] = t.kp[k]
+            model.actuator_biasprm[servo, 1:3] = (-t.kp[k], -t.kd[k])
+            limit = t.torque_limit if k == 2 else t.force_limit
+            model.actuator_forcerange[servo] = (-limit, limit)
 
     def _joint(self, name: str):
         try:
@@ -158,10 +157,8 @@ class MujocoWorld:
         (vx, vy [m/s], wz [rad/s], base frame), the chassis joints posed at `chassis_q`, `chassis_v`."""
         m, d = self.model, self.data
         d.qfrc_applied[self._dadr] = tau
-        yaw = d.qpos[self._base_q[2]]
-        c, s = math.cos(yaw), math.sin(yaw)
-        vx, vy, wz = base_twist
-        d.ctrl[self._servos] = (c * vx - s * vy, s * vx + c * vy, wz)
+        d.ctrl[self._servos] = self.traction.setpoint(d.qpos[self._base_q], d.qvel[self._base_v], base_twist,
+                                                      m.opt.timestep)
         if len(self._chassis_q):
             d.qpos[self._chassis_q] = chassis_q
             d.qvel[self._chassis_v] = chassis_v

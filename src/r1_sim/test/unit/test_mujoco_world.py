@@ -17,14 +17,25 @@ ARM = [f"left_arm_joint{k}" for k in range(1, 7)]
 FINGERS = ["left_gripper_finger_joint1", "left_gripper_finger_joint2"]
 CHASSIS = [f"steer_motor_joint{k}" for k in range(1, 4)] + [f"wheel_motor_joint{k}" for k in range(1, 4)]
 DT = 1e-3
+HANGING = {"left_arm_joint1": -1.5708, "left_arm_joint3": -2.8919, "left_arm_joint5": 0.0657,
+           "right_arm_joint1": 1.5708, "right_arm_joint3": -2.8827, "right_arm_joint5": -0.0657}
+RIGHT_ARM = [f"right_arm_joint{k}" for k in range(1, 7)]
 G = 9.81
 
 
-def world(scene: str = "empty", joints=TORSO + ARM + FINGERS, damping: float = 0.5) -> MujocoWorld:
+def world(scene: str = "empty", joints=TORSO + ARM + FINGERS + RIGHT_ARM, damping: float = 20.0) -> MujocoWorld:
+    """A world whose arms hang at rest (sim.yaml's start pose: no gravity torque), unpowered but damped as
+    if their motors held them (free arms swing into their stops at every turn and jolt the base)."""
     n = len(joints)
-    return MujocoWorld(URDF, mjcf.scene_path(scene).read_text(), joints, np.full(n, damping), np.zeros(n),
-                       np.full(n, 0.01), DT, ties=[(FINGERS[1], FINGERS[0])], brakes=TORSO,
-                       imus=["imu_torso_link", "imu_chassis_link"], chassis=CHASSIS)
+    w = MujocoWorld(URDF, mjcf.scene_path(scene).read_text(), joints, np.full(n, damping), np.zeros(n),
+                    np.full(n, 0.01), DT, ties=[(FINGERS[1], FINGERS[0])], brakes=TORSO,
+                    imus=["imu_torso_link", "imu_chassis_link"], chassis=CHASSIS)
+    q = np.zeros(n)
+    for j, value in HANGING.items():
+        if j in joints:
+            q[list(joints).index(j)] = value
+    w.set_state(q, np.zeros(n))
+    return w
 
 
 def run(w: MujocoWorld, seconds: float, tau=None, twist=(0.0, 0.0, 0.0)) -> None:
@@ -72,33 +83,68 @@ def test_joint_stops_hold_a_joint_driven_into_them() -> None:
     assert w.positions[i + 1] == pytest.approx(w.positions[i], abs=1e-5)
 
 
-def test_the_base_follows_the_modules_twist_and_stops_with_it() -> None:
+def ramp(w: MujocoWorld, twist, seconds: float, now=(0.0, 0.0, 0.0), accel=(1.0, 1.0, 2.0)) -> tuple:
+    """Drive for `seconds`, the modules' twist ramping from `now` to `twist` at `accel` (as chassis control
+    ramps it); the twist reached."""
+    cur, goal, step = np.array(now, float), np.array(twist, float), np.array(accel) * DT
+    for _ in range(int(round(seconds / DT))):
+        cur = cur + np.clip(goal - cur, -step, step)
+        w.step(np.zeros(len(w.joints)), tuple(cur), np.zeros(6), np.zeros(6))
+    return tuple(cur)
+
+
+def test_the_base_follows_its_modules_and_stops_with_them() -> None:
     w = world()
-    run(w, 2.0, twist=(0.3, 0.0, 0.0))
+    now = ramp(w, (0.3, 0.0, 0.0), 2.0)             # 0.3 s ramp at 1 m/s², then 1.7 s at 0.3 m/s
     x, y, yaw = w.base_pose()
-    # a step of the twist (the modules ramp theirs): ~40 ms to reach it at the floor's grip, then on it;
-    # sideways, the unpowered arms' swing pushes the base a few millimetres (the servos hold speed, not place)
-    assert x == pytest.approx(0.6, abs=0.02) and abs(y) < 0.01 and abs(yaw) < 0.01
-    assert w.base_twist()[0] == pytest.approx(0.3, abs=0.01)
-    run(w, 0.05)
+    assert x == pytest.approx(0.3 * 1.7 + 0.045, abs=0.005)
+    assert abs(y) < 0.002 and abs(yaw) < 0.002
+    assert w.base_twist()[0] == pytest.approx(0.3, abs=0.005)
+    ramp(w, (0.0, 0.0, 0.0), 0.35, now)
     assert abs(w.base_twist()[0]) < 0.01
+    assert not w.traction.slipping
 
 
 def test_the_base_turns_and_drives_in_its_own_frame() -> None:
     w = world()
-    run(w, 1.0, twist=(0.0, 0.0, math.pi / 2))
-    assert w.base_pose()[2] == pytest.approx(math.pi / 2, abs=0.04)
-    run(w, 1.0, twist=(0.5, 0.0, 0.0))    # facing +y now: forward is the world's +y
+    now = ramp(w, (0.0, 0.0, math.pi / 4), 2.0)
+    now = ramp(w, (0.0, 0.0, 0.0), 0.5, now)        # 0.39 s ramps: pi/4 * (2 - 0.39) + 2 * 0.154 rad
+    assert w.base_pose()[2] == pytest.approx(math.pi / 4 * (2.0 - 0.3927) + 2 * 0.1542, abs=0.01)
+    yaw0 = w.base_pose()[2]
+    x0, y0, _ = w.base_pose()
+    now = ramp(w, (0.5, 0.0, 0.0), 1.5)
+    ramp(w, (0.0, 0.0, 0.0), 0.5, now)              # 1.25 m ahead, along the heading
     x, y, _ = w.base_pose()
-    assert y == pytest.approx(0.5, abs=0.03) and abs(x) < 0.03
+    assert math.hypot(x - x0, y - y0) == pytest.approx(0.5 * 1.5, abs=0.01)
+    assert math.atan2(y - y0, x - x0) == pytest.approx(yaw0, abs=0.01)
 
 
-def test_the_floors_grip_bounds_the_bases_acceleration() -> None:
+def test_a_standing_base_is_held_where_it_is_whatever_pushes_it() -> None:
+    w = world()
+    now = ramp(w, (0.4, 0.0, 0.0), 1.0)
+    ramp(w, (0.0, 0.0, 0.0), 0.5, now)              # the loose arms swing on at the stop
+    here = np.array(w.base_pose())
+    ramp(w, (0.0, 0.0, 0.0), 2.0)
+    np.testing.assert_allclose(w.base_pose(), here, atol=1e-3)
+
+
+def test_the_floors_grip_bounds_the_bases_acceleration_and_the_wheels_slip() -> None:
     w = world()
     w.set_brakes([True] * len(w.joints))
-    run(w, 0.3, twist=(5.0, 0.0, 0.0))               # asks for 5 m/s at once
-    # mu g (0.8 g): the wheels slip beyond it (the unpowered arms swing back, a few per cent either way)
-    assert w.base_twist()[0] / 0.3 == pytest.approx(0.8 * G, rel=0.1)
+    speeds = []
+    for _ in range(300):                              # asks for 5 m/s at once
+        w.step(np.zeros(len(w.joints)), (5.0, 0.0, 0.0), np.zeros(6), np.zeros(6))
+        speeds.append(w.base_twist()[0])
+        assert w.traction.slipping or len(speeds) < 2
+    # at most mu g (0.8 g): the wheels slip beyond it (measured 0.85 mu g: the grip's force is not always
+    # all used, the servo's damping acts on the step's end velocity)
+    assert 0.75 * 0.8 * G <= speeds[-1] / 0.3 <= 1.02 * 0.8 * G
+    # what slipped is lost: stopping the modules stops the base where it is, it does not run on to
+    # where the wheels' turns would have taken it
+    w.step(np.zeros(len(w.joints)), (0.0, 0.0, 0.0), np.zeros(6), np.zeros(6))
+    for _ in range(1500):
+        w.step(np.zeros(len(w.joints)), (0.0, 0.0, 0.0), np.zeros(6), np.zeros(6))
+    assert w.base_pose()[0] < 0.5 * 5.0 * 0.3
 
 
 def test_an_imu_at_rest_feels_gravity_and_a_turning_base_turns_its_gyro() -> None:
@@ -106,10 +152,10 @@ def test_an_imu_at_rest_feels_gravity_and_a_turning_base_turns_its_gyro() -> Non
     _, gyro, acc = w.imu("imu_chassis_link")
     np.testing.assert_allclose(acc, [0.0, 0.0, G], atol=0.05)
     np.testing.assert_allclose(gyro, 0.0, atol=1e-6)
-    run(w, 0.5, twist=(0.0, 0.0, 0.4))
+    ramp(w, (0.0, 0.0, 0.4), 0.7)                   # 0.2 s ramp, then 0.5 s at 0.4 rad/s
     rot, gyro, _ = w.imu("imu_chassis_link")
     assert gyro[2] == pytest.approx(0.4, abs=0.01)
-    assert math.atan2(rot[1, 0], rot[0, 0]) == pytest.approx(0.2, abs=0.02)
+    assert math.atan2(rot[1, 0], rot[0, 0]) == pytest.approx(0.04 + 0.2, abs=0.01)
     with pytest.raises(KeyError):
         w.imu("no_such_frame")
 
