@@ -1,13 +1,12 @@
-"""A Livox MID360-style lidar: x, y, z, intensity in the lidar frame by ray casting, ROS-free.
+"""A Livox MID360-style lidar's scan pattern, ROS-free (`r1_sim.sensor_rig` casts its rays in MuJoCo).
 
 The MID360 sees 360° around its z axis and from −7° to +52° in elevation, with a non-repetitive
 scan: each 0.1 s frame samples new directions and coverage fills in over successive frames. Here
 each scan takes the next `points_per_scan` points of a scrambled Halton sequence (scipy's
 `qmc.Halton`), mapped to azimuth and to elevation uniform in solid angle: low-discrepancy within a
-scan, never repeating across scans, deterministic for a seed. Intensity is the hit surface's
-reflectivity on the Livox 0–255 scale (0–150 diffuse), so a point cloud shows walls, floor and
-robot apart. Returns nearer than `min_range` (the blind zone, 0.1 m) or beyond `max_range` are
-dropped, as the sensor does.
+scan, never repeating across scans, deterministic for a seed. The rig drops returns nearer than
+`min_range` (the blind zone, 0.1 m) or beyond `max_range`, as the sensor does, and adds `range_noise_m`
+with this object's generator.
 """
 from __future__ import annotations
 
@@ -15,11 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pinocchio as pin
 from scipy.stats import qmc
-
-from r1_sim.raycast import FLOOR, MISS, cast
-from r1_sim.scene import Floor, Shapes
 
 
 @dataclass
@@ -52,21 +47,3 @@ class LivoxLidar:
         cos_el = np.sqrt(1.0 - sin_el ** 2)
         az = 2.0 * math.pi * u[:, 0]
         return np.stack([cos_el * np.cos(az), cos_el * np.sin(az), sin_el], axis=1)
-
-    def scan(self, pose: pin.SE3, shapes: Shapes, floor: Floor | None,
-             directions: np.ndarray | None = None) -> np.ndarray:
-        """(K, 4) float32 x, y, z, intensity in the lidar frame (pose: world <- lidar)."""
-        d = self.next_directions() if directions is None else np.asarray(directions, dtype=float)
-        hits = cast(pose.translation, d @ pose.rotation.T, shapes, floor, self.max_range)
-        t = hits.t
-        if self.range_noise_m > 0:
-            t = t + self._rng.normal(0.0, self.range_noise_m, len(t))
-        keep = (hits.index != MISS) & (t >= self.min_range) & (t <= self.max_range)
-        intensity = np.empty(len(t))
-        obj = hits.index >= 0
-        intensity[obj] = shapes.reflectivity[hits.index[obj]]
-        intensity[hits.index == FLOOR] = floor.reflectivity if floor is not None else 0.0
-        out = np.empty((int(keep.sum()), 4), dtype=np.float32)
-        out[:, :3] = d[keep] * t[keep, None]
-        out[:, 3] = intensity[keep]
-        return out

@@ -6,9 +6,10 @@ start pose (config/sim.yaml); `main` finds them with rospkg. For every camera at
 the vendor driver's size, and for the lidar at the default and the MID360's 20,000 points: the time to
 render (RGB and depth passes; lidar rays) and to encode (JPEG, depth image, cloud bytes), as process CPU
 time (every thread, OSMesa's and BLAS workers included; a busy shared machine inflates it far less than
-wall time), and wall time. `run(..., raycast=...)` measured the former numpy ray caster beside it at the
-same sizes (`sensors_sim_side_by_side.json`). The budget line multiplies each default cost by its rate:
-the share of one core the node needs when simulated time runs at real time and every topic has a subscriber.
+wall time), and wall time. The former numpy ray caster was measured beside it at the same sizes before
+its removal: `sensors_sim_side_by_side.json`, which the page cites. The budget line multiplies each default
+cost by its rate: the share of one core the node needs when simulated time runs at real time and every
+topic has a subscriber.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import mujoco
 import numpy as np
@@ -49,31 +50,22 @@ def _ms(values: list[float]) -> float:
     return round(float(np.median(values)) * 1e3, 2)
 
 
-def _renderers(urdf_xml: str, scene: str, config: SensorConfig, raycast: Optional[Callable[[SensorConfig], Any]]
-               ) -> Dict[str, Callable[[SensorConfig], Any]]:
-    makers: Dict[str, Callable[[SensorConfig], Any]] = {"mujoco": lambda c: SensorRig(urdf_xml, scene, c)}
-    if raycast is not None:
-        makers["raycast"] = raycast
-    return makers
-
-
 def run(urdf_xml: str, scene: str, config: SensorConfig, joints: Mapping[str, float],
-        repeats: int = 5, vendor_repeats: int = 2, raycast: Optional[Callable[[SensorConfig], Any]] = None) -> dict:
-    """Measure every sensor at both sizes with MuJoCo (`scene`: the scene's MJCF text) and, given a
-    `raycast` rig factory (config -> rig), with it too; returns the JSON-ready result."""
+        repeats: int = 5, vendor_repeats: int = 2) -> dict:
+    """Measure every sensor at both sizes (`scene`: the scene's MJCF text); returns the JSON-ready result."""
     probe = StallProbe()
     probe.start()
     t_start = time.perf_counter()
     cams = {n: replace(s, enabled=True) for n, s in config.cameras.items()}
     rows = []
-    for renderer, make in _renderers(urdf_xml, scene, config, raycast).items():
+    for renderer in ("mujoco",):    # the ray caster measured beside it: SIDE_BY_SIDE
         for size in ("default", "vendor"):
             specs = cams if size == "default" else {
                 n: replace(s, width=s.vendor_size[0], height=s.vendor_size[1]) for n, s in cams.items()}
             lidar = replace(config.lidar, enabled=True,
                             points_per_scan=(config.lidar.points_per_scan if size == "default"
                                              else config.lidar.vendor_points))
-            rig = make(replace(config, cameras=specs, lidar=lidar))
+            rig = SensorRig(urdf_xml, scene, replace(config, cameras=specs, lidar=lidar))
             try:
                 rig.set_state(joints, (0.0, 0.0, 0.0))
                 n_rep = repeats if size == "default" else vendor_repeats
@@ -84,7 +76,7 @@ def run(urdf_xml: str, scene: str, config: SensorConfig, joints: Mapping[str, fl
                            "resolution": f"{spec.width}x{spec.height}", "rays": spec.width * spec.height,
                            "rate_hz": spec.rate_hz if size == "default" else VENDOR_CAMERA_FPS,
                            "render_cpu_ms": _ms(r_cpu), "render_wall_ms": _ms(r_wall)}
-                    if renderer == "mujoco" and spec.depth_encoding:   # its RGB and depth are two passes
+                    if spec.depth_encoding:                        # RGB and depth are two passes
                         rgb_cpu, _, _ = _measure(lambda: rig.render_camera(name, depth=False), n_rep)
                         d_cpu, _, _ = _measure(lambda: rig.render_camera(name, rgb=False), n_rep)
                         row.update(rgb_cpu_ms=_ms(rgb_cpu), depth_cpu_ms=_ms(d_cpu))
@@ -106,9 +98,7 @@ def run(urdf_xml: str, scene: str, config: SensorConfig, joints: Mapping[str, fl
                              "returns": len(points), "render_cpu_ms": _ms(r_cpu), "render_wall_ms": _ms(r_wall),
                              "encode_cpu_ms": _ms(e_cpu), "encode_wall_ms": _ms(e_wall)})
             finally:
-                close = getattr(rig, "close", None)
-                if close is not None:
-                    close()
+                rig.close()
     probe.running = False
     elapsed = time.perf_counter() - t_start
     renderers = sorted({r["renderer"] for r in rows})
@@ -165,7 +155,7 @@ def markdown(result: dict, compared: Optional[str] = None) -> str:
              "Start pose of `sim.yaml`, robot at the origin of the `room` scene; median of "
              f"{result['repeats']['default']} (default sizes) / {result['repeats']['vendor']} (vendor sizes) renders "
              "(lidar: 4x as many scans). `render` = `mujoco`: RGB and depth passes of `mujoco.Renderer` "
-             "(offscreen, no multisampling) / `mj_multiRay` for the lidar"
+             "(offscreen, no multisampling) / `mj_ray` per beam for the lidar"
              + ("; `raycast`: the numpy ray caster it replaced (one cast for both, + shading)" if "raycast" in renderers
                 else "") + "; `encode` = JPEG (+ depth image) or the cloud's bytes.", ""]
     if len(renderers) > 1:
@@ -178,7 +168,7 @@ def markdown(result: dict, compared: Optional[str] = None) -> str:
         lines += ["", "## Every measurement", ""]
     elif compared:
         lines += [f"The side-by-side run with the ray caster MuJoCo replaced is kept in `{compared}` "
-                  "(docs/sensors.md quotes it).", ""]
+                  "(docs/sensors.md quotes it; `side_by_side` of its rows gives the comparison table).", ""]
     lines += ["| renderer | sensor | size | resolution | rate Hz | render CPU ms | RGB only | depth only "
               "| render wall ms | encode CPU ms | encode wall ms | JPEG bytes |",
               "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -212,8 +202,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--vendor-repeats", type=int, default=2, help="renders per sensor at the vendor's size")
     p.add_argument("--config", default=None, help="sensors YAML (default: r1_sim/config/sensors.yaml)")
     p.add_argument("--scene", default="room", help="scene: a name of r1_sim/worlds or an MJCF file (default: room)")
-    p.add_argument("--raycast", action="store_true",
-                   help="measure the former numpy ray caster too (side by side; writes sensors_sim_side_by_side.json)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     rp = rospkg.RosPack()
     share = Path(rp.get_path("r1_sim"))
@@ -222,21 +210,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     config = parse_sensor_config(yaml.safe_load(Path(args.config or share / "config/sensors.yaml").read_text()) or {})
     joints = yaml.safe_load((share / "config/sim.yaml").read_text()).get("start_pose", {})
     urdf = (Path(rp.get_path("r1_description")) / "urdf/r1_v2_1_0.urdf").read_text()
-    raycast = None
-    if args.raycast:
-        from r1_sim.raycast_rig import RaycastRig
-        from r1_sim.scene import load_scene
-        old_scene = load_scene(share / "config/scene.yaml")
-
-        def raycast(c: SensorConfig) -> Any:
-            return RaycastRig(urdf, old_scene, c)
-    result = run(urdf, scene_xml(args.scene), config, joints, args.repeats, args.vendor_repeats, raycast)
+    result = run(urdf, scene_xml(args.scene), config, joints, args.repeats, args.vendor_repeats)
     (out_dir / "sensors_sim.json").write_text(json.dumps(result, indent=1) + "\n")
-    if args.raycast:
-        (out_dir / SIDE_BY_SIDE).write_text(json.dumps(result, indent=1) + "\n")
-    (out_dir / "sensors_sim.md").write_text(markdown(result, None if args.raycast else SIDE_BY_SIDE))
-    print(markdown(result))
-    print(f"written: {out_dir}/sensors_sim.json, sensors_sim.md" + (f", {SIDE_BY_SIDE}" if args.raycast else ""))
+    (out_dir / "sensors_sim.md").write_text(markdown(result, SIDE_BY_SIDE))
+    print(markdown(result, SIDE_BY_SIDE))
+    print(f"written: {out_dir}/sensors_sim.json, sensors_sim.md")
     return 0
 
 
