@@ -1,0 +1,140 @@
+"""benchmark_simulator: the simulator's physics side by side, MuJoCo and the hand-written one (`scripts/benchmark simulator`).
+
+One run measures, for each physics (`r1_sim` parameter `physics`: `mujoco`, `legacy`):
+1. the cost of one `SimRobot.step` (ROS-free, this process: the robot of r1.yaml and sim.yaml at its
+   start pose, motors disabled), in the empty world and the room for MuJoCo;
+2. the whole stack (`r1_startup.benchmark_stack`, a child process per run) at the stock and the light
+   bus profile: the simulator's CPU (share of one core, and per second of simulated time, which is the
+   fair figure when the machine cannot keep up and simulated time slows down), the sensors' CPU, the
+   whole stack's, the stack's clock against the wall clock, and the driver's feedback rates.
+Writes <out>/simulator.{json,md}. The sensors' cost per frame, old renderer against MuJoCo's, is
+measured by `scripts/benchmark sensors` (docs/benchmarks/sensors_sim.md). A benchmark: it reports, it
+does not judge.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import rospkg
+import yaml
+
+PHYSICS = ("legacy", "mujoco")
+FEEDBACK = ("/hdas/feedback_arm_left", "/hdas/feedback_torso", "/hdas/feedback_chassis", "/hdas/imu_torso")
+
+
+def step_cost(physics: str, scene: str, steps: int = 3000) -> Dict[str, float]:
+    """Wall time of one SimRobot.step [µs] (median and 90th percentile over `steps`, after 300 to settle)."""
+    from r1_can.config import parse_config
+    from r1_sim.robot import SimRobot
+    rp = rospkg.RosPack()
+    params: dict = {}
+    for pkg, rel in (("r1_can", "config/r1.yaml"), ("r1_can", "config/r1_buses_sim.yaml"),
+                     ("r1_sim", "config/sim.yaml")):
+        params.update(yaml.safe_load((Path(rp.get_path(pkg)) / rel).read_text()))
+    params.update(physics=physics, scene=scene)
+    urdf = (Path(rp.get_path("r1_description")) / "urdf/r1_v2_1_0.urdf").read_text()
+    robot = SimRobot(parse_config(params), urdf, params, now=0.0)
+    dt = 1e-3
+    for _ in range(300):
+        robot.step(dt)
+    times = np.empty(steps)
+    for k in range(steps):
+        t0 = time.perf_counter()
+        robot.step(dt)
+        times[k] = time.perf_counter() - t0
+    return {"median_us": round(float(np.median(times)) * 1e6, 1),
+            "p90_us": round(float(np.percentile(times, 90)) * 1e6, 1)}
+
+
+def stack_run(physics: str, profile: str, duration: float, out_dir: Path) -> dict:
+    """benchmark_stack's result for one physics and profile (a child process: one master per process)."""
+    child = out_dir / f".simulator_{physics}_{profile}.json"
+    subprocess.run([sys.executable, "-m", "r1_startup.benchmark_stack", "--profiles", profile,
+                    "--duration", str(duration), "--rounds", "3", "--out", str(out_dir), "--child", str(child),
+                    f"--launch-arg=physics:={physics}"], check=True)
+    result = json.loads(child.read_text())
+    child.unlink()
+    return result
+
+
+def summary(physics: str, result: dict) -> dict:
+    """What the side-by-side table shows of one stack run."""
+    procs = result["processes"]
+    share = result["ros_clock_share"] or float("nan")
+    sim = procs.get("r1_sim", {}).get("cpu_percent")
+    sensors = procs.get("r1_sim_sensors", {}).get("cpu_percent")
+    return {"physics": physics, "profile": result["profile"],
+            "r1_sim_cpu_percent": sim,
+            "r1_sim_cpu_per_sim_second_percent": round(sim / share, 1) if sim is not None and share > 0 else None,
+            "sensors_cpu_percent": sensors,
+            "total_cores": result["total_cores"], "ros_clock_share": result["ros_clock_share"],
+            "sim_real_time_factor": result["sim_real_time_factor"],
+            "machine_stalled_share": result["machine_stalled_share"],
+            "feedback_hz": {t: result["topics"].get(t, {}).get("hz_wall") for t in FEEDBACK}}
+
+
+def markdown(report: dict) -> str:
+    """docs/benchmarks/simulator.md."""
+    lines = [f"# The simulator side by side: MuJoCo and the hand-written physics ({report['when']})", "",
+             f"Machine: {report['machine']}. `scripts/benchmark simulator` (`r1_startup.benchmark_simulator`): "
+             "one `SimRobot.step` in this process, then the whole stack (`r1_stack.launch`, sensors included, "
+             "the room for MuJoCo) for each physics and bus profile, measured as `scripts/benchmark stack` "
+             "measures it. CPU is the share of one core; per simulated second it is divided by the stack's "
+             "clock / wall (on a machine that cannot keep up, simulated time slows down, and so does the "
+             "work of every node).", "",
+             "## One physics step (`SimRobot.step`, 1 ms)", "", "| physics | world | median | 90th pct |",
+             "|---|---|---:|---:|"]
+    for s in report["steps"]:
+        lines.append(f"| {s['physics']} | {s['scene']} | {s['median_us']} µs | {s['p90_us']} µs |")
+    lines += ["", "## The whole stack", "",
+              "| physics | profile | r1_sim CPU | per simulated s | sensors CPU | stack (cores) | clock / wall | "
+              "machine stalled | " + " | ".join(f"`{t.split('/')[-1]}` Hz" for t in FEEDBACK) + " |",
+              "|---|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(FEEDBACK)]
+    for r in report["stack"]:
+        hz = " | ".join(f"{r['feedback_hz'][t]}" for t in FEEDBACK)
+        lines.append(f"| {r['physics']} | {r['profile']} | {r['r1_sim_cpu_percent']} % | "
+                     f"{r['r1_sim_cpu_per_sim_second_percent']} % | {r['sensors_cpu_percent']} % | "
+                     f"{r['total_cores']} | {100 * r['ros_clock_share']:.0f} % | "
+                     f"{100 * r['machine_stalled_share']:.0f} % | {hz} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """`benchmark_simulator [--physics legacy mujoco] [--profiles stock light] [--duration S] [--out DIR]`."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--physics", nargs="+", default=list(PHYSICS), choices=PHYSICS)
+    ap.add_argument("--profiles", nargs="+", default=["stock", "light"], choices=["stock", "light"])
+    ap.add_argument("--duration", type=float, default=30.0, help="measuring window per stack run [s]")
+    ap.add_argument("--out", default=".", help="directory of simulator.{json,md}")
+    args = ap.parse_args(argv)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report: dict = {"when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                    "machine": f"{len(__import__('os').sched_getaffinity(0))} CPUs, {platform.platform()}, "
+                               f"Python {platform.python_version()}",
+                    "steps": [], "stack": []}
+    for physics in args.physics:
+        for scene in (("empty", "room") if physics == "mujoco" else ("empty",)):
+            print(f"benchmark_simulator: one step, {physics}, {scene} ...", flush=True)
+            report["steps"].append({"physics": physics, "scene": scene, **step_cost(physics, scene)})
+    for profile in args.profiles:
+        for physics in args.physics:
+            print(f"benchmark_simulator: the stack, {physics}, {profile}, {args.duration:g} s ...", flush=True)
+            report["stack"].append(summary(physics, stack_run(physics, profile, args.duration, out_dir)))
+    (out_dir / "simulator.json").write_text(json.dumps(report, indent=1))
+    text = markdown(report)
+    (out_dir / "simulator.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
