@@ -127,12 +127,14 @@ def _body(root: ET.Element, name: str) -> ET.Element:
 
 
 def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
-              ties: Sequence[Tuple[str, str]] = (), brakes: Sequence[str] = (), cameras: Sequence[CameraMount] = (),
+              ties: Sequence[Tuple[str, str]] = (), brakes: Sequence[str] = (),
+              cameras: Sequence[CameraMount] = (),
               imus: Sequence[str] = ()) -> str:
     """The world's MJCF: the scene with the robot on its planar base (see the module doc).
 
     `ties`: (follower, leader) joints moving together; `brakes`: joints with a brake, each an inactive
-    joint equality `brake_name(joint)` that holds the joint where it is once activated; `cameras`, `imus` (URDF frames): what to mount;
+    joint equality `brake_name(joint)` that holds the joint where it is once activated; `cameras`,
+    `imus` (URDF frames): what to mount;
     The base starts at the world's origin facing +x.
 
     :raises WorldError: a scene that is not MJCF, a frame or joint not in the robot."""
@@ -149,8 +151,8 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
     joints = [ET.Element("joint", name="base_x", type="slide", axis="1 0 0"),
               ET.Element("joint", name="base_y", type="slide", axis="0 1 0"),
               ET.Element("joint", name="base_yaw", type="hinge", axis="0 0 1")]
-    for k, j in enumerate(joints):
-        root.insert(k, j)
+    for k, element in enumerate(joints):
+        root.insert(k, element)
     for joint in root.iter("joint"):
         if joint.get("range") is not None:
             # hard stops as stiff as the time step allows (MuJoCo's default, 0.02 s, let a closing finger

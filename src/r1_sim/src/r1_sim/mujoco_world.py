@@ -23,6 +23,7 @@ from typing import List, Sequence, Tuple
 
 import mujoco
 import numpy as np
+from numpy.typing import ArrayLike
 
 from r1_sim import mjcf
 from r1_sim.base_traction import BaseTraction
@@ -139,20 +140,21 @@ class MujocoWorld:
     def upper_limits(self) -> np.ndarray:
         return self._upper.copy()
 
-    def set_brakes(self, mask: Sequence[bool]) -> None:
+    def set_brakes(self, mask: ArrayLike) -> None:
         """Engage (True) or release the brakes of the joints, caller order; joints without one are ignored.
         A brake engages where its joint is now."""
         d, m = self.data, self.model
+        flags = np.asarray(mask, dtype=bool)
         for joint, i in self._brake_index.items():
             eq = self._brake_eq[joint]
-            on = bool(mask[i])
+            on = bool(flags[i])
             if on and not d.eq_active[eq]:
                 m.eq_data[eq, 0] = d.qpos[self._qadr[i]]
             d.eq_active[eq] = on
 
     # -- dynamics ------------------------------------------------------------------------------------
-    def step(self, tau: np.ndarray, base_twist: Tuple[float, float, float],
-             chassis_q: Sequence[float] = (), chassis_v: Sequence[float] = ()) -> None:
+    def step(self, tau: ArrayLike, base_twist: Tuple[float, float, float],
+             chassis_q: ArrayLike = (), chassis_v: ArrayLike = ()) -> None:
         """One time step under the motor torques `tau` (caller order), the base following `base_twist`
         (vx, vy [m/s], wz [rad/s], base frame), the chassis joints posed at `chassis_q`, `chassis_v`."""
         m, d = self.model, self.data

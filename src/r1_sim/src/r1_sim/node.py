@@ -2,8 +2,8 @@
 
 Serves one `r1sim` bus per bus of the robot's CAN layout, steps the physics at `physics_rate_hz`
 (r1_sim.sim_loop.PhysicsPacer), emits the board frames, and offers on `/sim` what only a simulator
-can: ground truth (/sim/joint_states, /sim/odom, and /sim/objects: the scene's free bodies), fault injection (/sim/inject_fault) and the remote
-controller's sticks (/sim/remote).
+can: ground truth (/sim/joint_states, /sim/odom, and /sim/objects: the scene's free bodies), fault
+injection (/sim/inject_fault) and the remote controller's sticks (/sim/remote).
 
 Parameters (private): the robot's CAN layout (r1_can.config.parse_config: r1_can/config/r1.yaml + a bus
 file) and r1_sim.sim_settings.SimSettings (docs/simulator.md). `robot_description` (global): the URDF.
@@ -28,8 +28,8 @@ import rospy
 import rospy.impl.simtime
 import rospy.rostime
 from diagnostic_msgs.msg import DiagnosticStatus
-from hdas_msg.msg import controller_signal
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
+from hdas_msg.msg import controller_signal
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState

@@ -17,8 +17,8 @@ import numpy as np
 
 from r1_can import board_frames, damiao
 from r1_can.config import GroupSpec, MotorSpec, RobotConfig
-from r1_sim.motor import SimMotor
 from r1_sim import mjcf
+from r1_sim.motor import SimMotor
 from r1_sim.mujoco_world import MujocoWorld, ObjectState
 from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim, UpperBodySim
 from r1_sim.sim_settings import SimSettings
@@ -221,7 +221,9 @@ class SimRobot:
         chassis = self.chassis
         if chassis:
             chassis.step(steer_tau, wheel_tau, dt)
-        if self.world is not None:
+        if isinstance(self.body, UpperBodySim):
+            self.body.step(tau, dt)
+        elif self.world is not None:
             if dt != self.world.model.opt.timestep:
                 self.world.model.opt.timestep = dt
             if chassis:
@@ -230,8 +232,6 @@ class SimRobot:
                                 np.concatenate([chassis.steer_rates, chassis.wheel_speeds]))
             else:
                 self.world.step(tau, (0.0, 0.0, 0.0))
-        else:
-            self.body.step(tau, dt)
         self.battery.step(power / 0.85, dt)
         self._sync_motor_state(now, dt)
 

@@ -1,4 +1,4 @@
-"""benchmark_simulator: the simulator's physics side by side, MuJoCo and the hand-written one (`scripts/benchmark simulator`).
+"""benchmark_simulator: the simulator's physics, MuJoCo and the hand-written one (`scripts/benchmark simulator`).
 
 One run measures, for each physics (`r1_sim` parameter `physics`: `mujoco`, `legacy`):
 1. the cost of one `SimRobot.step` (ROS-free, this process: the robot of r1.yaml and sim.yaml at its
