@@ -69,18 +69,19 @@ class BaseTraction:
         self._v_ref = v_ref
         ref += v_ref * dt
         error = ref - pose
-        feedforward = self.kd * v_ref + self.inertia * a_ref
-        f = self.kp * error + feedforward - self.kd * velocity
-        planar = math.hypot(f[0], f[1])
+        # The tyres' spring stretches no further than the grip holds: beyond it they slide, and the
+        # reference comes back to the base (what slid is lost). Transients of the damping and the
+        # feedforward are bounded by the actuators' force range alone: they do not move the reference.
         slip = False
+        planar = math.hypot(error[0], error[1]) * self.kp[0]
         if planar > self.force_limit:
-            f[:2] *= self.force_limit / planar
+            error[:2] *= self.force_limit / planar
             slip = True
-        if abs(f[2]) > self.torque_limit:
-            f[2] = math.copysign(self.torque_limit, f[2])
+        if abs(error[2]) * self.kp[2] > self.torque_limit:
+            error[2] = math.copysign(self.torque_limit / self.kp[2], error[2])
             slip = True
-        if slip:           # the wheels slide: the reference no further ahead than the grip can pull
-            reach = (np.abs(f) + self.kd * np.abs(v_ref - velocity)) / self.kp
-            ref[:] = pose + np.clip(error, -reach, reach)
+        if slip:
+            ref[:] = pose + error
         self.slipping = slip
+        feedforward = self.kd * v_ref + self.inertia * a_ref
         return ref + feedforward / self.kp
