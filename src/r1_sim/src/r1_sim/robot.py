@@ -108,6 +108,7 @@ class SimRobot:
             self._register_ids[slot.bus][slot.spec.esc_id] = slot
         # torso joints have brakes that hold them whenever their motor is unpowered
         self._braked = [s for s in self.slots if s.kind == "body" and config.groups[s.group].kind == "torso"]
+        self._brakes_on: tuple[bool, ...] = ()     # set at the first step
         self.imu = {name: ImuModel(gyro_noise=s.imu.gyro_noise, acc_noise=s.imu.acc_noise)
                     for name, b in config.boards.items() if b.kind == "imu"}
         self.battery = BatteryModel(capacity_ah=s.battery.capacity_ah, state_of_charge=s.battery.state_of_charge)
@@ -202,7 +203,7 @@ class SimRobot:
         m = 3
         steer_tau, wheel_tau = np.zeros(m), np.zeros(m)
         power = 0.0
-        for s, (p, w) in zip(self.slots, self._motor_states()):
+        for s, (p, w) in zip(self.slots, self._states):      # as the last sync left them
             t = s.motor.torque(p, w, now)
             power += abs(t * w)
             if s.kind == "body":
@@ -214,10 +215,13 @@ class SimRobot:
                 steer_tau[s.index] = t
             else:
                 wheel_tau[s.index] = t
-        brakes = np.zeros(len(self.body_joints), dtype=bool)
-        for s in self._braked:
-            brakes[s.index] = not s.motor.powered
-        self.body.set_brakes(brakes)
+        braked = tuple(not s.motor.powered for s in self._braked)
+        if braked != self._brakes_on:           # engaging a brake holds the joint where it is then
+            self._brakes_on = braked
+            brakes = np.zeros(len(self.body_joints), dtype=bool)
+            for s, on in zip(self._braked, braked):
+                brakes[s.index] = on
+            self.body.set_brakes(brakes)
         chassis = self.chassis
         if chassis:
             chassis.step(steer_tau, wheel_tau, dt)
@@ -262,8 +266,10 @@ class SimRobot:
         return out
 
     def _sync_motor_state(self, now: float, dt: float = 0.0) -> None:
-        """Tell each motor where its joint is, for its feedback replies and thermal model."""
-        for s, (p, w) in zip(self.slots, self._motor_states()):
+        """Tell each motor where its joint is, for its feedback replies and thermal model (and keep the
+        states for the next step's torques: nothing moves in between)."""
+        self._states = self._motor_states()
+        for s, (p, w) in zip(self.slots, self._states):
             s.motor.set_state(p, w, now, dt)
 
     def imu_reading(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
