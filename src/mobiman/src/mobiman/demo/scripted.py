@@ -340,30 +340,65 @@ class Demo:
         return r.inv().apply(p_base - np.array([t.x, t.y, t.z]))
 
     def _stream_line(self, side: str, start: np.ndarray, end: np.ndarray, quat: Sequence[float],
-                     tolerance: float = 0.01) -> None:
-        """Stream targets along the line start -> end at `hand_speed` (10 Hz, the stack's clock),
-        then hold the end until the measured gripper is within `tolerance`."""
+                     tolerance: float = 0.01, holding: bool = False, offset: np.ndarray | None = None,
+                     reaim: int = 0) -> np.ndarray:
+        """Stream targets along the line start -> end at `hand_speed` (10 Hz, the stack's clock), then
+        hold the end until the measured gripper has settled (moved less than 1 mm in 0.3 s) within
+        `tolerance` of the end. `holding` an object, settled anywhere (for 0.5 s) will do: the
+        object's weight bends the arm's joint servos, whose gravity feed-forward knows only the arm
+        (~9 mm down with the can), so the gripper may never come within `tolerance`, and waiting for
+        it lets the object creep out of the fingers (MuJoCo's soft contacts: 0.33 mm/s with the can;
+        on the stack it fell out after 110 s of waiting). `reaim`: that many times, a gripper settled
+        beyond `tolerance` is aimed past the end by its error. `offset`: aim at end + offset from the
+        start (a re-aim kept from the move before). Returns the offset of the last target streamed
+        from `end`."""
+        aim = np.asarray(end, dtype=float) + (np.zeros(3) if offset is None else offset)
+        self._stream_to(side, start, aim, quat, tolerance, end, holding)
+        for _ in range(reaim):
+            error = np.asarray(end) - self._ee_position(side)
+            if float(np.linalg.norm(error)) < tolerance:
+                break
+            self._stream_to(side, aim, aim + error, quat, tolerance, end, holding)
+            aim = aim + error
+        self._for(0.3, lambda: self._send_pose(side, aim, quat), rate_hz=10.0)
+        return aim - np.asarray(end)
+
+    def _send_pose(self, side: str, p: np.ndarray, quat: Sequence[float]) -> None:
+        m = PoseStamped()
+        m.header.stamp = rospy.Time.now()
+        m.header.frame_id = "torso_link4"
+        m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in p)
+        (m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w) = quat
+        self.cmd_pose[side].publish(m)
+
+    def _stream_to(self, side: str, start: np.ndarray, aim: np.ndarray, quat: Sequence[float], tolerance: float,
+                   end: np.ndarray, holding: bool) -> None:
+        """`_stream_line`'s one stream: targets start -> aim, until the gripper settles."""
         t0 = rospy.get_time()
-        duration = max(float(np.linalg.norm(end - start)) / self.cfg.hand_speed, 0.1)
+        duration = max(float(np.linalg.norm(aim - start)) / self.cfg.hand_speed, 0.1)
+        track: dict[str, Any] = {"p": None, "t": None}
 
         def send() -> None:
             s = min(1.0, (rospy.get_time() - t0) / duration)
-            p = start + (0.5 - 0.5 * math.cos(math.pi * s)) * (end - start)
-            m = PoseStamped()
-            m.header.stamp = rospy.Time.now()
-            m.header.frame_id = "torso_link4"
-            m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in p)
-            (m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w) = quat
-            self.cmd_pose[side].publish(m)
+            self._send_pose(side, start + (0.5 - 0.5 * math.cos(math.pi * s)) * (aim - start), quat)
 
         def there() -> bool:
-            return rospy.get_time() - t0 >= duration and \
-                _pose_error(self.ee[side].get(), tuple(end) + tuple(quat))[0] < tolerance
+            now, p = rospy.get_time(), self._ee_position(side)
+            if now - t0 < duration:
+                return False
+            if track["p"] is None or float(np.linalg.norm(p - track["p"])) > 0.001:
+                track["p"], track["t"] = p, now
+                return False
+            if float(np.linalg.norm(p - end)) < tolerance:
+                return now - track["t"] > 0.3
+            return holding and now - track["t"] > 0.5
         try:
-            self._until(there, f"{side} gripper to {np.round(end, 3).tolist()}", send, rate_hz=10.0)
+            self._until(there, f"{side} gripper to {np.round(aim, 3).tolist()}", send, rate_hz=10.0)
         except TimeoutError:
             pass                  # judged by the outcomes
-        self._for(0.3, send, rate_hz=10.0)
+        error = float(np.linalg.norm(self._ee_position(side) - end))
+        if error >= tolerance:
+            self.log(f"  {side} gripper stopped {error * 1000:.1f} mm from {np.round(end, 3).tolist()}")
 
     def _gripper_to(self, side: str, stroke: float, settle: float = 0.8) -> None:
         """A stroke target, streamed until the stroke stops changing (closed on an object: where it
@@ -420,12 +455,14 @@ class Demo:
         self.log("  gripper: close")
         self._gripper_to(side, 0.0)
         self.log(f"  arm: lift {self.cfg.lift_height:.2f} m")
-        self._stream_line(side, grasp, grasp + lift, quat, 0.005)
-        self._for(1.0, lambda: None)
+        sag = self._stream_line(side, grasp, grasp + lift, quat, 0.005, holding=True, reaim=2)
+        self.log(f"  arm: lifted, re-aimed by {np.round(sag * 1000, 1).tolist()} mm")
+        self._for(1.0, lambda: self._send_pose(side, grasp + lift + sag, quat), rate_hz=10.0)
         lifted = self._object_world()
         self.log("  arm: move, place")
-        self._stream_line(side, grasp + lift, place + lift, quat, 0.01)
-        self._stream_line(side, place + lift, place, quat, 0.005)
+        sag = self._stream_line(side, grasp + lift + sag, place + lift, quat, 0.01, holding=True, offset=sag,
+                                reaim=1)
+        self._stream_line(side, place + lift + sag, place, quat, 0.005, holding=True, offset=sag)
         self.log("  gripper: open")
         self._gripper_to(side, 100.0, settle=0.3)
         self.log("  arm: retreat")
