@@ -22,9 +22,7 @@ a square in the chassis rostest, the unpowered arms swinging at each corner).
 from __future__ import annotations
 
 import math
-from typing import Tuple
-
-import numpy as np
+from typing import List, Sequence, Tuple
 
 GRAVITY = 9.81
 
@@ -43,45 +41,48 @@ class BaseTraction:
             if not (v > 0.0 and math.isfinite(v)):
                 raise ValueError(f"{name} must be positive, not {v!r}")
         w = 1.0 / time_constant
-        self.inertia = np.array([mass, mass, yaw_inertia])
-        self.kp = np.array([mass, mass, yaw_inertia]) * w * w
-        self.kd = np.array([mass, mass, yaw_inertia]) * 2.0 * w
+        self.inertia = (mass, mass, yaw_inertia)
+        self.kp = tuple(i * w * w for i in self.inertia)
+        self.kd = tuple(i * 2.0 * w for i in self.inertia)
         self.force_limit = mu * mass * GRAVITY
         self.torque_limit = self.force_limit * reach
-        self.reference = np.zeros(3)          # x, y [m], yaw [rad, unwrapped], world
-        self._v_ref = np.zeros(3)
+        self.reference = [0.0, 0.0, 0.0]      # x, y [m], yaw [rad, unwrapped], world
+        self._v_ref = (0.0, 0.0, 0.0)
         self.slipping = False
 
     def reset(self, pose: Tuple[float, float, float]) -> None:
         """The base is at `pose` (x, y, yaw) and its wheels hold it there."""
-        self.reference = np.array(pose, dtype=float)
+        self.reference = [float(v) for v in pose]
 
-    def setpoint(self, pose: np.ndarray, velocity: np.ndarray, twist: Tuple[float, float, float],
-                 dt: float) -> np.ndarray:
-        """The position actuators' controls for one step of `dt` [s], the base at `pose` (x, y, yaw, world)
-        moving at `velocity` (world), its modules at `twist` (base frame): the reference advanced by the
-        modules, dragged along with the base where the grip would be exceeded (`slipping`)."""
+    def setpoint(self, pose: Sequence[float], twist: Tuple[float, float, float], dt: float) -> List[float]:
+        """The position actuators' controls for one step of `dt` [s], the base at `pose` (x, y, yaw, world),
+        its modules at `twist` (base frame): the reference advanced by the modules, brought back to the base
+        where the grip would be exceeded (`slipping`). Plain floats: it runs every physics step."""
         ref = self.reference
         c, s = math.cos(ref[2]), math.sin(ref[2])
         vx, vy, wz = twist
-        v_ref = np.array([c * vx - s * vy, s * vx + c * vy, wz])
-        a_ref = (v_ref - self._v_ref) / dt
+        v_ref = (c * vx - s * vy, s * vx + c * vy, wz)
+        a_ref = tuple((v - v0) / dt for v, v0 in zip(v_ref, self._v_ref))
         self._v_ref = v_ref
-        ref += v_ref * dt
-        error = ref - pose
+        for k in range(3):
+            ref[k] += v_ref[k] * dt
+        error = [r - p for r, p in zip(ref, pose)]
         # The tyres' spring stretches no further than the grip holds: beyond it they slide, and the
         # reference comes back to the base (what slid is lost). Transients of the damping and the
         # feedforward are bounded by the actuators' force range alone: they do not move the reference.
+        kp, kd, inertia = self.kp, self.kd, self.inertia
         slip = False
-        planar = math.hypot(error[0], error[1]) * self.kp[0]
+        planar = math.hypot(error[0], error[1]) * kp[0]
         if planar > self.force_limit:
-            error[:2] *= self.force_limit / planar
+            scale = self.force_limit / planar
+            error[0] *= scale
+            error[1] *= scale
             slip = True
-        if abs(error[2]) * self.kp[2] > self.torque_limit:
-            error[2] = math.copysign(self.torque_limit / self.kp[2], error[2])
+        if abs(error[2]) * kp[2] > self.torque_limit:
+            error[2] = math.copysign(self.torque_limit / kp[2], error[2])
             slip = True
         if slip:
-            ref[:] = pose + error
+            for k in range(3):
+                ref[k] = pose[k] + error[k]
         self.slipping = slip
-        feedforward = self.kd * v_ref + self.inertia * a_ref
-        return ref + feedforward / self.kp
+        return [ref[k] + (kd[k] * v_ref[k] + inertia[k] * a_ref[k]) / kp[k] for k in range(3)]

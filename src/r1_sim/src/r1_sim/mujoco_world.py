@@ -159,8 +159,7 @@ class MujocoWorld:
         (vx, vy [m/s], wz [rad/s], base frame), the chassis joints posed at `chassis_q`, `chassis_v`."""
         m, d = self.model, self.data
         d.qfrc_applied[self._dadr] = tau
-        d.ctrl[self._servos] = self.traction.setpoint(d.qpos[self._base_q], d.qvel[self._base_v], base_twist,
-                                                      m.opt.timestep)
+        d.ctrl[self._servos] = self.traction.setpoint(d.qpos[self._base_q].tolist(), base_twist, m.opt.timestep)
         if len(self._chassis_q):
             d.qpos[self._chassis_q] = chassis_q
             d.qvel[self._chassis_v] = chassis_v

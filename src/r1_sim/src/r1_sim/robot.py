@@ -200,8 +200,7 @@ class SimRobot:
         self.time += dt
         now = self.time
         tau = np.zeros(len(self.body_joints))
-        m = 3
-        steer_tau, wheel_tau = np.zeros(m), np.zeros(m)
+        steer_tau, wheel_tau = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
         power = 0.0
         for s, (p, w) in zip(self.slots, self._states):      # as the last sync left them
             t = s.motor.torque(p, w, now)
@@ -231,9 +230,8 @@ class SimRobot:
             if dt != self.world.model.opt.timestep:
                 self.world.model.opt.timestep = dt
             if chassis:
-                self.world.step(tau, chassis.base_twist(),
-                                np.concatenate([chassis.steer_angles, chassis.wheel_angles]),
-                                np.concatenate([chassis.steer_rates, chassis.wheel_speeds]))
+                steer_q, steer_v, wheel_q, wheel_v = chassis.module_state()
+                self.world.step(tau, chassis.base_twist(), steer_q + wheel_q, steer_v + wheel_v)
             else:
                 self.world.step(tau, (0.0, 0.0, 0.0))
         self.battery.step(power / 0.85, dt)
@@ -248,8 +246,7 @@ class SimRobot:
         q, v = self.body.positions.tolist(), self.body.velocities.tolist()
         chassis = self.chassis
         if chassis:
-            steer_q, steer_v = chassis.steer_angles.tolist(), chassis.steer_rates.tolist()
-            wheel_q, wheel_v = chassis.wheel_angles.tolist(), chassis.wheel_speeds.tolist()
+            steer_q, steer_v, wheel_q, wheel_v = chassis.module_state()
         out = []
         for s in self.slots:
             i = s.index

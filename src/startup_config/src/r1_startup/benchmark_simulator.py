@@ -68,15 +68,17 @@ def stack_run(physics: str, profile: str, duration: float, out_dir: Path) -> dic
 def summary(physics: str, result: dict) -> dict:
     """What the side-by-side table shows of one stack run."""
     procs = result["processes"]
-    share = result["ros_clock_share"] or float("nan")
+    # simulated time / wall time as the simulator itself reports it (its /diagnostics): the benchmark's
+    # own ROS clock share reads 1.0 when its node starts before /use_sim_time is set
+    share = result["sim_real_time_factor"] or result["ros_clock_share"] or float("nan")
     sim = procs.get("r1_sim", {}).get("cpu_percent")
     sensors = procs.get("r1_sim_sensors", {}).get("cpu_percent")
     return {"physics": physics, "profile": result["profile"],
             "r1_sim_cpu_percent": sim,
             "r1_sim_cpu_per_sim_second_percent": round(sim / share, 1) if sim is not None and share > 0 else None,
             "sensors_cpu_percent": sensors,
-            "total_cores": result["total_cores"], "ros_clock_share": result["ros_clock_share"],
-            "sim_real_time_factor": result["sim_real_time_factor"],
+            "total_cores": result["total_cores"], "sim_real_time_factor": share,
+            "topics_not_live": len(result["topics_not_live"]),
             "machine_stalled_share": result["machine_stalled_share"],
             "feedback_hz": {t: result["topics"].get(t, {}).get("hz_wall") for t in FEEDBACK}}
 
@@ -87,23 +89,24 @@ def markdown(report: dict) -> str:
              f"Machine: {report['machine']}. `scripts/benchmark simulator` (`r1_startup.benchmark_simulator`): "
              "one `SimRobot.step` in this process, then the whole stack (`r1_stack.launch`, sensors included, "
              "the room for MuJoCo) for each physics and bus profile, measured as `scripts/benchmark stack` "
-             "measures it. CPU is the share of one core; per simulated second it is divided by the stack's "
-             "clock / wall (on a machine that cannot keep up, simulated time slows down, and so does the "
-             "work of every node).", "",
+             "measures it. CPU is the share of one core; per simulated second it is divided by simulated "
+             "time / wall time (on a machine that cannot keep up, simulated time slows down, and so does the "
+             "work of every node). Topics not live: of the stack's topics, those that had not published "
+             "when the measurement started.", "",
              "## One physics step (`SimRobot.step`, 1 ms)", "", "| physics | world | median | 90th pct |",
              "|---|---|---:|---:|"]
     for s in report["steps"]:
         lines.append(f"| {s['physics']} | {s['scene']} | {s['median_us']} µs | {s['p90_us']} µs |")
     lines += ["", "## The whole stack", "",
-              "| physics | profile | r1_sim CPU | per simulated s | sensors CPU | stack (cores) | clock / wall | "
-              "machine stalled | " + " | ".join(f"`{t.split('/')[-1]}` Hz" for t in FEEDBACK) + " |",
-              "|---|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(FEEDBACK)]
+              "| physics | profile | r1_sim CPU | per simulated s | sensors CPU | stack (cores) | simulated / wall | "
+              "machine stalled | topics not live | " + " | ".join(f"`{t.split('/')[-1]}` Hz" for t in FEEDBACK) + " |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(FEEDBACK)]
     for r in report["stack"]:
         hz = " | ".join(f"{r['feedback_hz'][t]}" for t in FEEDBACK)
         lines.append(f"| {r['physics']} | {r['profile']} | {r['r1_sim_cpu_percent']} % | "
                      f"{r['r1_sim_cpu_per_sim_second_percent']} % | {r['sensors_cpu_percent']} % | "
-                     f"{r['total_cores']} | {100 * r['ros_clock_share']:.0f} % | "
-                     f"{100 * r['machine_stalled_share']:.0f} % | {hz} |")
+                     f"{r['total_cores']} | {100 * r['sim_real_time_factor']:.0f} % | "
+                     f"{100 * r['machine_stalled_share']:.0f} % | {r['topics_not_live']} | {hz} |")
     return "\n".join(lines) + "\n"
 
 
