@@ -64,8 +64,9 @@ class BaseTraction:
         v_ref = (c * vx - s * vy, s * vx + c * vy, wz)
         a_ref = tuple((v - v0) / dt for v, v0 in zip(v_ref, self._v_ref))
         self._v_ref = v_ref
-        for k in range(3):
-            ref[k] += v_ref[k] * dt
+        # the spring on where the wheels are now (the start of the step, as `pose`), the wheels' speed and
+        # acceleration fed forward; the reference moves on by the step after (advancing it first made the
+        # base lead its wheels by a step and rebound past them when a deceleration ended)
         error = [r - p for r, p in zip(ref, pose)]
         # The tyres' spring stretches no further than the grip holds: beyond it they slide, and the
         # reference comes back to the base (what slid is lost). Transients of the damping and the
@@ -85,4 +86,7 @@ class BaseTraction:
             for k in range(3):
                 ref[k] = pose[k] + error[k]
         self.slipping = slip
-        return [ref[k] + (kd[k] * v_ref[k] + inertia[k] * a_ref[k]) / kp[k] for k in range(3)]
+        out = [ref[k] + (kd[k] * v_ref[k] + inertia[k] * a_ref[k]) / kp[k] for k in range(3)]
+        for k in range(3):
+            ref[k] += v_ref[k] * dt
+        return out

@@ -23,11 +23,17 @@ def load(*paths: Path) -> dict:
     return out
 
 
-@pytest.fixture()
-def robot() -> SimRobot:
+def make_robot(**settings) -> SimRobot:
+    """The R1 of r1.yaml and sim.yaml, in the empty world unless `settings` say otherwise."""
     params = load(*(SRC / f"{p}.yaml" for p in ("r1_can/config/r1", "r1_can/config/r1_buses_sim", "r1_sim/config/sim")))
+    params.update({"scene": "empty", **settings})
     urdf = (SRC / "r1_description/urdf/r1_v2_1_0.urdf").read_text()
     return SimRobot(parse_config(params), urdf, params, now=0.0)
+
+
+@pytest.fixture()
+def robot() -> SimRobot:
+    return make_robot()
 
 
 def motor_of(robot: SimRobot, joint: str):
@@ -187,3 +193,51 @@ def test_the_gripper_linkage_moves_both_fingers_together(robot: SimRobot) -> Non
     assert p[1499, 0] == pytest.approx(0.04, abs=0.003) and p[-1, 0] == pytest.approx(0.0, abs=5e-4)
     v = np.abs(np.diff(p[1500:, 0])) / DT
     assert v.max() < 0.2 * 1.05
+
+
+def test_the_base_follows_its_wheels_through_a_stop(robot: SimRobot) -> None:
+    """The base in MuJoCo follows the modules' twist step for step: its speed equals theirs through a stop
+    in Damiao's velocity mode (no lead, no rebound past them) and it ends where their odometry says.
+    Regression: a servo reference advanced before the step led the wheels by a step and rebounded past
+    them when the deceleration ended, 0.011 m/s against their 0.007 (the chassis rostest's stop, 40 ms late)."""
+    chassis = [s for s in robot.slots if s.kind in ("steer", "wheel")]
+    for s in chassis:
+        if s.kind == "wheel":
+            list(robot.handle("chassis", damiao.REGISTER_ID, damiao.encode_register_write(
+                s.spec.esc_id, damiao.Register.CTRL_MODE, int(damiao.ControlMode.VEL))))
+        robot.handle("chassis", s.spec.esc_id, damiao.ENABLE)
+    wheel_speed, truth = [], []
+    for i in range(2500):
+        t = i * DT
+        v = min(1.0, 2.5 * t) if t < 1.5 else max(0.0, 1.0 - 2.5 * (t - 1.5))     # ramp up, hold, stop
+        for s in chassis:
+            if s.kind == "wheel":
+                robot.handle("chassis", damiao.command_id(s.spec.esc_id, damiao.ControlMode.VEL),
+                             damiao.encode_vel(v / robot.chassis.wheel_radius))
+            else:
+                robot.handle("chassis", s.spec.esc_id, damiao.encode_mit(0.0, 0.0, 30.0, 1.0, 0.0, s.spec.limits))
+        robot.step(DT)
+        wheel_speed.append(robot.chassis.base_twist()[0])
+        truth.append(robot.base_twist()[0])
+    wheel_speed, truth = np.array(wheel_speed), np.array(truth)
+    assert np.max(np.abs(truth[100:] - wheel_speed[100:])) < 0.002
+    assert robot.base_pose()[0] == pytest.approx(robot.chassis.base_pose()[0], abs=1e-4)
+
+
+def test_the_room_s_table_stops_a_base_driven_into_it_and_its_wheels_slip() -> None:
+    """In the room, 1 m ahead is the table: the arms and torso meet it and the base stops there, its wheels
+    turning on (the modules' odometry runs ahead of the true pose)."""
+    robot = make_robot(scene="room")
+    chassis = [s for s in robot.slots if s.kind in ("steer", "wheel")]
+    for s in chassis:
+        robot.handle("chassis", s.spec.esc_id, damiao.ENABLE)
+    for _ in range(3000):
+        for s in chassis:
+            v = 0.4 / robot.chassis.wheel_radius if s.kind == "wheel" else 0.0
+            kp, kd = (0.0, 2.0) if s.kind == "wheel" else (30.0, 1.0)
+            robot.handle("chassis", s.spec.esc_id, damiao.encode_mit(0.0, v, kp, kd, 0.0, s.spec.limits))
+        robot.step(DT)
+    x = robot.base_pose()[0]
+    assert 0.4 < x < 0.85                               # stopped at the table (its near edge at 0.8 m)
+    assert robot.chassis.base_pose()[0] > x + 0.2        # the wheels went on
+    assert abs(robot.base_twist()[0]) < 0.05
