@@ -328,23 +328,28 @@ class Demo:
         truth = self.truth.get()
         return _planar(truth if truth is not None else self.odom.get())
 
-    def _in_torso4(self, p_world: np.ndarray, base: np.ndarray) -> np.ndarray:
-        """A world point in torso_link4 (the arm targets' frame) through the base pose and
-        /motion_control/pose_floating_base (torso_link4 in base_link)."""
+    @staticmethod
+    def _in_base(p_world: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """A world point in base_link, the base at `base` (x, y, yaw)."""
         c, s = math.cos(base[2]), math.sin(base[2])
         d = p_world[:2] - base[:2]
-        p_base = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1], p_world[2] - BASE_LINK_HEIGHT])
+        return np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1], p_world[2] - BASE_LINK_HEIGHT])
+
+    def _torso4(self) -> tuple[Rotation, np.ndarray]:
+        """torso_link4 in base_link now (/motion_control/pose_floating_base: the measured torso joints)."""
         m = self.base_pose.get().pose
         o, t = m.orientation, m.position
-        r = Rotation.from_quat([o.x, o.y, o.z, o.w])
-        return r.inv().apply(p_base - np.array([t.x, t.y, t.z]))
+        return Rotation.from_quat([o.x, o.y, o.z, o.w]), np.array([t.x, t.y, t.z])
 
     def _stream_line(self, side: str, start: np.ndarray, end: np.ndarray, quat: Sequence[float],
                      tolerance: float = 0.01, holding: bool = False, offset: np.ndarray | None = None,
-                     reaim: int = 0) -> np.ndarray:
-        """Stream targets along the line start -> end at `hand_speed` (10 Hz, the stack's clock), then
-        hold the end until the measured gripper has settled (moved less than 1 mm in 0.3 s) within
-        `tolerance` of the end. `holding` an object, settled anywhere (for 0.5 s) will do: the
+                     reaim: int = 0, speed: float | None = None) -> np.ndarray:
+        """Stream gripper poses along the line start -> end, given in base_link (`quat`: the gripper's
+        orientation there), at `speed` (default `hand_speed`; 10 Hz, the stack's clock), each sent in
+        torso_link4 through the torso's pose at the time: the torso's joints give a little under the
+        arm's load (6 mm at torso_link4 with the can), which targets fixed in torso_link4 would follow
+        down. Then hold the end until the measured gripper has settled (moved less than 1 mm in 0.3 s)
+        within `tolerance` of the end. `holding` an object, settled anywhere (for 0.5 s) will do: the
         object's weight bends the arm's joint servos, whose gravity feed-forward knows only the arm
         (~9 mm down with the can), so the gripper may never come within `tolerance`, and waiting for
         it lets the object creep out of the fingers (MuJoCo's soft contacts: 0.33 mm/s with the can;
@@ -353,29 +358,33 @@ class Demo:
         start (a re-aim kept from the move before). Returns the offset of the last target streamed
         from `end`."""
         aim = np.asarray(end, dtype=float) + (np.zeros(3) if offset is None else offset)
-        self._stream_to(side, start, aim, quat, tolerance, end, holding)
+        speed = speed or self.cfg.hand_speed
+        self._stream_to(side, start, aim, quat, tolerance, end, holding, speed)
         for _ in range(reaim):
-            error = np.asarray(end) - self._ee_position(side)
+            error = np.asarray(end) - self._ee_in_base(side)
             if float(np.linalg.norm(error)) < tolerance:
                 break
-            self._stream_to(side, aim, aim + error, quat, tolerance, end, holding)
+            self._stream_to(side, aim, aim + error, quat, tolerance, end, holding, speed)
             aim = aim + error
         self._for(0.3, lambda: self._send_pose(side, aim, quat), rate_hz=10.0)
         return aim - np.asarray(end)
 
     def _send_pose(self, side: str, p: np.ndarray, quat: Sequence[float]) -> None:
+        """A gripper pose given in base_link, sent in torso_link4 (the arm targets' frame)."""
+        r4, t4 = self._torso4()
         m = PoseStamped()
         m.header.stamp = rospy.Time.now()
         m.header.frame_id = "torso_link4"
-        m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in p)
-        (m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w) = quat
+        m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in r4.inv().apply(p - t4))
+        (m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z,
+         m.pose.orientation.w) = (float(v) for v in (r4.inv() * Rotation.from_quat(quat)).as_quat())
         self.cmd_pose[side].publish(m)
 
     def _stream_to(self, side: str, start: np.ndarray, aim: np.ndarray, quat: Sequence[float], tolerance: float,
-                   end: np.ndarray, holding: bool) -> None:
+                   end: np.ndarray, holding: bool, speed: float) -> None:
         """`_stream_line`'s one stream: targets start -> aim, until the gripper settles."""
         t0 = rospy.get_time()
-        duration = max(float(np.linalg.norm(aim - start)) / self.cfg.hand_speed, 0.1)
+        duration = max(float(np.linalg.norm(aim - start)) / speed, 0.1)
         track: dict[str, Any] = {"p": None, "t": None}
 
         def send() -> None:
@@ -383,7 +392,7 @@ class Demo:
             self._send_pose(side, start + (0.5 - 0.5 * math.cos(math.pi * s)) * (aim - start), quat)
 
         def there() -> bool:
-            now, p = rospy.get_time(), self._ee_position(side)
+            now, p = rospy.get_time(), self._ee_in_base(side)
             if now - t0 < duration:
                 return False
             if track["p"] is None or float(np.linalg.norm(p - track["p"])) > 0.001:
@@ -396,7 +405,7 @@ class Demo:
             self._until(there, f"{side} gripper to {np.round(aim, 3).tolist()}", send, rate_hz=10.0)
         except TimeoutError:
             pass                  # judged by the outcomes
-        error = float(np.linalg.norm(self._ee_position(side) - end))
+        error = float(np.linalg.norm(self._ee_in_base(side) - end))
         if error >= tolerance:
             self.log(f"  {side} gripper stopped {error * 1000:.1f} mm from {np.round(end, 3).tolist()}")
 
@@ -438,20 +447,22 @@ class Demo:
                                       s * PLACE_OFFSET[0] + c * PLACE_OFFSET[1], 0.0])
         self.log(f"  {PICK_OBJECT} at {np.round(obj, 3).tolist()} ({'ground truth' if truth else 'nominal'}), "
                  f"place at {np.round(place_world[:2], 3).tolist()}")
-        r4 = Rotation.from_quat(self._torso4_quat()).inv() * Rotation.from_euler("y", PICK_PITCH)
-        quat = tuple(float(v) for v in r4.as_quat())
-        approach = r4.apply([1.0, 0.0, 0.0])
-        up = Rotation.from_quat(self._torso4_quat()).inv().apply([0.0, 0.0, 1.0])
-        grasp = self._in_torso4(obj, base) - PICK_DEPTH * approach
-        place = self._in_torso4(place_world, base) - PICK_DEPTH * approach + 0.005 * up
+        # in base_link: the gripper's x (the approach) pitched down, the lift straight up
+        hand = Rotation.from_euler("y", PICK_PITCH)
+        quat = tuple(float(v) for v in hand.as_quat())
+        approach = hand.apply([1.0, 0.0, 0.0])
+        up = np.array([0.0, 0.0, 1.0])
+        grasp = self._in_base(obj, base) - PICK_DEPTH * approach
+        place = self._in_base(place_world, base) - PICK_DEPTH * approach + 0.005 * up
         lift = self.cfg.lift_height * up
-        here = self._ee_position(side)
+        here = self._ee_in_base(side)
         self.log("  gripper: open")
         self._gripper_to(side, 100.0, settle=0.3)
         self.log("  arm: approach, descend")
         self._stream_line(side, here, grasp - APPROACH * approach + 0.05 * up, quat, 0.02)
         self._stream_line(side, grasp - APPROACH * approach + 0.05 * up, grasp - APPROACH * approach, quat)
-        self._stream_line(side, grasp - APPROACH * approach, grasp, quat, 0.005)
+        self._stream_line(side, grasp - APPROACH * approach, grasp, quat, 0.005,
+                          speed=0.5 * self.cfg.hand_speed)          # slower: no swerve into the can
         self.log("  gripper: close")
         self._gripper_to(side, 0.0)
         self.log(f"  arm: lift {self.cfg.lift_height:.2f} m")
@@ -478,13 +489,11 @@ class Demo:
                 Outcome("pick and place", "object placed (xy off the target)",
                         float(np.linalg.norm(placed[:2] - place_world[:2])), 0.0, self.cfg.place_tolerance, "m")]
 
-    def _torso4_quat(self) -> list[float]:
-        o = self.base_pose.get().pose.orientation
-        return [o.x, o.y, o.z, o.w]
-
-    def _ee_position(self, side: str) -> np.ndarray:
+    def _ee_in_base(self, side: str) -> np.ndarray:
+        """The measured gripper's position (/motion_control/pose_ee_arm_*, torso_link4) in base_link."""
         p = self.ee[side].get().pose.position
-        return np.array([p.x, p.y, p.z])
+        r4, t4 = self._torso4()
+        return r4.apply([p.x, p.y, p.z]) + t4
 
     def run(self) -> list[Outcome]:
         self.wait_ready()
