@@ -58,10 +58,13 @@ CORES = (
     "src/mobiman/src/mobiman/estimation",
     "src/mobiman/src/mobiman/remote",
     # r1_sim: the simulated robot's ROS-free cores (not node.py, sensors_node.py: rospy)
+    "src/r1_sim/src/r1_sim/base_traction.py",
     "src/r1_sim/src/r1_sim/bus_server.py",
     "src/r1_sim/src/r1_sim/lidar.py",
     "src/r1_sim/src/r1_sim/lockstep.py",
+    "src/r1_sim/src/r1_sim/mjcf.py",
     "src/r1_sim/src/r1_sim/motor.py",
+    "src/r1_sim/src/r1_sim/mujoco_world.py",
     "src/r1_sim/src/r1_sim/object_states.py",
     "src/r1_sim/src/r1_sim/physics.py",
     "src/r1_sim/src/r1_sim/robot.py",
@@ -70,6 +73,7 @@ CORES = (
     "src/r1_sim/src/r1_sim/sim_loop.py",
     "src/r1_sim/src/r1_sim/sim_settings.py",
     "src/r1_sim/src/r1_sim/simbus.py",
+    "src/r1_sim/src/r1_sim/world_file.py",
 )
 
 # --ignore-missing-imports leaves out the packages whose stubs typeshed once bundled (yaml): mypy asks for
