@@ -4,8 +4,8 @@
 1. Every topic of config/r1_topics.yaml (the guide's HDAS, motion control, pose estimation and sensor
    topics, /odom, /diagnostics) is published with its type, and every stream delivers.
 2. The scripted demo (mobiman.demo.scripted: drive a square, lift the torso, reach with both arms, open and close
-   the grippers) meets every outcome within its tolerance: chassis displacement on ground truth, torso
-   height, both gripper poses, gripper strokes.
+   the grippers; its pick and place skipped here, pick_sim.test asserts it) meets every outcome within its
+   tolerance: chassis displacement on ground truth, torso height, both gripper poses, gripper strokes.
 3. Every node of ours publishes /diagnostics, and its statuses arrive with the standard loop keys.
 4. TF is one tree: every link of the URDF has a transform from `odom` (wheel odometry, the pose
    estimator's /joint_states and robot_state_publisher together).
@@ -49,7 +49,9 @@ class SystemSimTest(unittest.TestCase):
         rospy.Subscriber("/diagnostics", DiagnosticArray, self._on_diagnostics, queue_size=50)
 
     def test_b_the_demo_meets_every_outcome(self):
-        outcomes = Demo(DemoConfig(wall_timeout=900), log=rospy.loginfo).run()
+        # without the pick and place (on by default in simulation): pick_sim.test asserts it, on a lighter
+        # stack, and this test's time stays what it was
+        outcomes = Demo(DemoConfig(wall_timeout=900, skip=("pick",)), log=rospy.loginfo).run()
         rospy.loginfo("demo outcomes:\n" + table(outcomes))
         steps = {o.step for o in outcomes}
         self.assertEqual(steps, {"drive square", "lift torso", "reach", "gripper open", "gripper close"})
