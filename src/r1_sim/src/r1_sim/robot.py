@@ -4,12 +4,12 @@
 (`step`, at the physics rate) and puts the frames it emits on the buses. Which
 motor sits on which bus under which ids comes from the robot's CAN layout
 (r1_can.config), the driver's own, so the simulator answers exactly the ids the
-driver speaks to; how each motor moves the body comes from the URDF (pinocchio)
-and the chassis model; friction, gains and the rest from `SimSettings`.
+driver speaks to; the bodies each motor moves are MuJoCo's (r1_sim.mujoco_world: the URDF
+in the scene), the swerve modules the chassis model's (r1_sim.physics); friction, gains and
+the rest from `SimSettings`.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Tuple, Union
 
@@ -20,11 +20,10 @@ from r1_can.config import GroupSpec, MotorSpec, RobotConfig
 from r1_sim import mjcf
 from r1_sim.motor import SimMotor
 from r1_sim.mujoco_world import MujocoWorld, ObjectState
-from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim, UpperBodySim
+from r1_sim.physics import BatteryModel, ImuModel, SwerveChassisSim
 from r1_sim.sim_settings import SimSettings
 
 Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Python 3.8)
-GRAVITY = 9.81
 
 
 REMOTE_OFF = 255        # /sim/remote mode: the receiver sends nothing (remote off, link lost)
@@ -71,12 +70,8 @@ class SimRobot:
                     body_joints.append(spec.joint)
         self.body_joints = body_joints
         self.chassis = self._make_chassis(urdf_xml, chassis) if chassis else None
-        self.world: Optional[MujocoWorld] = None
-        if s.physics == "mujoco":
-            self.world = self._make_world(config, urdf_xml, body_joints, chassis)
-            self.body: Union[MujocoWorld, UpperBodySim] = self.world
-        else:
-            self.body = UpperBodySim(urdf_xml, body_joints, **self._friction(body_joints))
+        self.world = self._make_world(config, urdf_xml, body_joints, chassis)
+        self.body = self.world          # the body joints the motors drive (a view of the world)
         start = np.array([s.start_pose.get(j, 0.0) for j in body_joints])
         self.body.set_state(start, np.zeros(len(body_joints)))
         timeout_units = int(round(s.comm_timeout_s / 50e-6))     # the TIMEOUT register counts 50 µs
@@ -96,9 +91,7 @@ class SimRobot:
                                  kp_apr=gains.kp_apr, kp_asr=gains.kp_asr, ki_asr=gains.ki_asr)
                 slot = Slot(group.bus, group.name, spec, motor, kind, index)
                 if kind == "gripper":
-                    slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))
-                    if isinstance(self.body, UpperBodySim):
-                        self.body.tie(slot.index2, index)   # the linkage moves both fingers (MuJoCo: an equality)
+                    slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))   # tied in the world
                 self.slots.append(slot)
         self._command_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}
         self._register_ids: dict[str, dict[int, Slot]] = {b: {} for b in config.buses}
@@ -151,7 +144,7 @@ class SimRobot:
                            **self._friction(body_joints))
 
     def _friction(self, joints: list[str]) -> dict[str, np.ndarray]:
-        """UpperBodySim's friction arrays (viscous, coulomb, armature per joint) from the settings."""
+        """The world's friction arrays (viscous, coulomb, armature per joint) from the settings."""
         table = [self.settings.friction_of(j) for j in joints]
         return {k: np.array([getattr(f, k) for f in table], dtype=float) for k in ("viscous", "coulomb", "armature")}
 
@@ -224,16 +217,13 @@ class SimRobot:
         chassis = self.chassis
         if chassis:
             chassis.step(steer_tau, wheel_tau, dt)
-        if isinstance(self.body, UpperBodySim):
-            self.body.step(tau, dt)
-        elif self.world is not None:
-            if dt != self.world.model.opt.timestep:
-                self.world.model.opt.timestep = dt
-            if chassis:
-                steer_q, steer_v, wheel_q, wheel_v = chassis.module_state()
-                self.world.step(tau, chassis.base_twist(), steer_q + wheel_q, steer_v + wheel_v)
-            else:
-                self.world.step(tau, (0.0, 0.0, 0.0))
+        if dt != self.world.model.opt.timestep:
+            self.world.model.opt.timestep = dt
+        if chassis:
+            steer_q, steer_v, wheel_q, wheel_v = chassis.module_state()
+            self.world.step(tau, chassis.base_twist(), steer_q + wheel_q, steer_v + wheel_v)
+        else:
+            self.world.step(tau, (0.0, 0.0, 0.0))
         self.battery.step(power / 0.85, dt)
         self._sync_motor_state(now, dt)
 
@@ -270,31 +260,9 @@ class SimRobot:
             s.motor.set_state(p, w, now, dt)
 
     def imu_reading(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(roll pitch yaw, gyro, specific force) of an IMU board.
-
-        The sensor's motion is the base's planar motion composed with its motion on
-        the (fixed-base) body model; lever-arm terms of the base's yaw rate included,
-        of its yaw acceleration neglected.
-        """
-        frame = self.config.boards[name].frame_id
-        if self.world is not None:
-            return self.imu[name].report(*self.world.imu(frame))
-        assert isinstance(self.body, UpperBodySim)
-        rot, omega_local, acc_local = self.body.frame_motion(frame)
-        if self.chassis is not None:
-            _, _, yaw = self.chassis.base_pose()
-            _, _, wz = self.chassis.base_twist()
-            ax, ay = self.chassis.base_acceleration()
-        else:
-            yaw = wz = ax = ay = 0.0
-        c, s = math.cos(yaw), math.sin(yaw)
-        world_base = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-        w_base = np.array([0.0, 0.0, wz])
-        r = self.body.frame_position(frame)
-        a_base = np.array([ax, ay, 0.0]) + np.cross(w_base, np.cross(w_base, r))
-        omega = rot.T @ w_base + omega_local
-        acc = rot.T @ a_base + acc_local
-        return self.imu[name].measure(world_base @ rot, omega, acc)
+        """(roll pitch yaw, gyro, specific force) of an IMU board: MuJoCo's sensors at its frame (the base's
+        motion, the torso's and gravity together), the board's noise added."""
+        return self.imu[name].report(*self.world.imu(self.config.boards[name].frame_id))
 
     # -- faults and ground truth -----------------------------------------------------------
     def slot(self, joint: str) -> Slot:
@@ -317,19 +285,15 @@ class SimRobot:
     def base_pose(self) -> tuple[float, float, float]:
         """(x, y, yaw) of the base in the world: where it truly is (MuJoCo's), which its wheels' odometry
         only estimates (they slip when the base pushes against something)."""
-        if self.world is not None:
-            return self.world.base_pose()
-        return self.chassis.base_pose() if self.chassis else (0.0, 0.0, 0.0)
+        return self.world.base_pose()
 
     def base_twist(self) -> tuple[float, float, float]:
         """(vx, vy, wz) of the base, its own frame."""
-        if self.world is not None:
-            return self.world.base_twist()
-        return self.chassis.base_twist() if self.chassis else (0.0, 0.0, 0.0)
+        return self.world.base_twist()
 
     def objects(self) -> list[ObjectState]:
-        """The scene's free bodies (none on the legacy physics)."""
-        return self.world.objects() if self.world is not None else []
+        """The scene's free bodies."""
+        return self.world.objects()
 
     def joint_positions(self) -> dict[str, float]:
         out = dict(zip(self.body_joints, self.body.positions.tolist()))

@@ -75,9 +75,6 @@ class SimSettings(Settings):
     scene: str = setting("room", "the world around the robot: a scene of r1_sim/worlds by name (`room`: walls, a "
                                  "table, three objects to grasp; `empty`: a floor) or the path of an MJCF file "
                                  "(docs/simulator.md, \"Scenes\")")
-    physics: str = setting("mujoco", "the bodies' physics: `mujoco` (r1_sim.mujoco_world: contacts, the scene's "
-                                     "objects) or `legacy` (the hand-written joint-space model, no scene; kept for "
-                                     "the side-by-side benchmark until it is removed)", choices=("mujoco", "legacy"))
     physics_rate_hz: float = setting(1000.0, "Hz; physics steps per second of simulated time "
                                              "(r1_sim.launch: 1000, light 500)", low=1.0)
     clock_rate_hz: float = setting(500.0, "Hz of simulated time; /clock messages when /use_sim_time is set "

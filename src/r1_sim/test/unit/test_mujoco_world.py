@@ -194,3 +194,65 @@ def test_scenes_by_name_or_path_and_clear_errors() -> None:
 def test_friction_arrays_must_match_the_joints() -> None:
     with pytest.raises(ValueError, match="entries"):
         MujocoWorld(URDF, mjcf.scene_path("empty").read_text(), TORSO, np.zeros(3), np.zeros(4), np.zeros(4), DT)
+
+
+# -- the bodies against a separate pinocchio model of the URDF --------------------------------------------
+RAISED = {"left_arm_joint2": 1.0, "left_arm_joint3": -1.0, "right_arm_joint2": 1.0, "right_arm_joint3": -1.0}
+
+
+def pinocchio_gravity(joints, q) -> np.ndarray:
+    """Gravity torques of the fixed-base URDF at q (the chassis joints at 0), by pinocchio."""
+    import pinocchio as pin
+    model = pin.buildModelFromXML(URDF)
+    data = model.createData()
+    full = pin.neutral(model)
+    for name, x in zip(joints, q):
+        full[model.joints[model.getJointId(name)].idx_q] = x
+    g = pin.computeGeneralizedGravity(model, data, full)
+    return np.array([g[model.joints[model.getJointId(n)].idx_v] for n in joints])
+
+
+def test_the_urdf_reaches_mujoco_as_pinocchio_reads_it() -> None:
+    """Masses, joints, axes and frames: at a loaded pose (arms raised sideways, torso bent) MuJoCo's gravity
+    torques are pinocchio's, and those torques applied hold the robot still (no acceleration)."""
+    import mujoco
+    joints = TORSO + ARM + FINGERS + RIGHT_ARM + [f.replace("left", "right") for f in FINGERS]
+    w = world(joints=joints, damping=0.0)
+    q = np.zeros(len(joints))
+    q[:4] = [0.5, -0.8, 0.3, 0.2]
+    for j, value in RAISED.items():
+        q[joints.index(j)] = value
+    w.set_state(q, np.zeros(len(q)))
+    g = pinocchio_gravity(joints, q)
+    assert np.max(np.abs(g)) > 5.0                               # a real load
+    np.testing.assert_allclose(w.data.qfrc_bias[w._dadr], g, atol=1e-6)
+    w.data.qfrc_applied[w._dadr] = g
+    mujoco.mj_forward(w.model, w.data)
+    # (the chassis and base joints, free here, couple in a little: 0.01 rad/s² at most)
+    np.testing.assert_allclose(w.data.qacc[w._dadr], 0.0, atol=0.02)
+    w.data.qfrc_applied[w._dadr] = 0.0
+    mujoco.mj_forward(w.model, w.data)
+    assert np.max(np.abs(w.data.qacc[w._dadr])) > 1.0            # unheld, it falls
+
+
+def test_coulomb_friction_holds_below_its_torque_and_lets_go_above() -> None:
+    joints = TORSO + ARM + RIGHT_ARM
+    n = len(joints)
+    coulomb = np.zeros(n)
+    wrist = joints.index("left_arm_joint6")               # its axis along the forearm: no gravity on it
+    coulomb[wrist] = 0.5
+    w = MujocoWorld(URDF, mjcf.scene_path("empty").read_text(), joints, np.zeros(n), coulomb, np.full(n, 0.01),
+                    DT, brakes=TORSO)
+    q = np.zeros(n)
+    for j, value in HANGING.items():
+        q[joints.index(j)] = value
+    w.set_state(q, np.zeros(n))
+    w.set_brakes([True] * 4 + [False] * (n - 4))
+    hold = pinocchio_gravity(joints, q)
+    for torque, moves in ((0.3, False), (0.45, False), (0.8, True)):
+        w.set_state(q, np.zeros(n))
+        tau = hold.copy()
+        tau[wrist] += torque
+        run(w, 0.5, tau)
+        turned = w.positions[wrist] - q[wrist]
+        assert (turned > 0.5) if moves else (abs(turned) < 0.005), (torque, turned)

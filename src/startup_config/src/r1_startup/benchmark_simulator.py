@@ -1,8 +1,9 @@
-"""benchmark_simulator: the simulator's physics, MuJoCo and the hand-written one (`scripts/benchmark simulator`).
+"""benchmark_simulator: the simulator's physics on MuJoCo, measured (`scripts/benchmark simulator`).
 
-One run measures, for each physics (`r1_sim` parameter `physics`: `mujoco`, `legacy`):
+One run measures (the hand-written physics MuJoCo replaced was measured beside it in one run before it
+was removed: docs/benchmarks/simulator_side_by_side.{json,md}, the same tables):
 1. the cost of one `SimRobot.step` (ROS-free, this process: the robot of r1.yaml and sim.yaml at its
-   start pose, motors disabled), in the empty world and the room for MuJoCo;
+   start pose, motors disabled), in the empty world and the room;
 2. the whole stack (`r1_startup.benchmark_stack`, a child process per run) at the stock and the light
    bus profile: the simulator's CPU (share of one core, and per second of simulated time, which is the
    fair figure when the machine cannot keep up and simulated time slows down), the sensors' CPU, the
@@ -26,11 +27,12 @@ import numpy as np
 import rospkg
 import yaml
 
-PHYSICS = ("legacy", "mujoco")
+PHYSICS = "mujoco"
+SIDE_BY_SIDE = "simulator_side_by_side.md"     # the run that measured the replaced physics beside MuJoCo
 FEEDBACK = ("/hdas/feedback_arm_left", "/hdas/feedback_torso", "/hdas/feedback_chassis", "/hdas/imu_torso")
 
 
-def step_cost(physics: str, scene: str, steps: int = 3000) -> Dict[str, float]:
+def step_cost(scene: str, steps: int = 3000) -> Dict[str, float]:
     """Wall time of one SimRobot.step [µs] (median and 90th percentile over `steps`, after 300 to settle)."""
     from r1_can.config import parse_config
     from r1_sim.robot import SimRobot
@@ -39,7 +41,7 @@ def step_cost(physics: str, scene: str, steps: int = 3000) -> Dict[str, float]:
     for pkg, rel in (("r1_can", "config/r1.yaml"), ("r1_can", "config/r1_buses_sim.yaml"),
                      ("r1_sim", "config/sim.yaml")):
         params.update(yaml.safe_load((Path(rp.get_path(pkg)) / rel).read_text()))
-    params.update(physics=physics, scene=scene)
+    params.update(scene=scene)
     urdf = (Path(rp.get_path("r1_description")) / "urdf/r1_v2_1_0.urdf").read_text()
     robot = SimRobot(parse_config(params), urdf, params, now=0.0)
     dt = 1e-3
@@ -54,12 +56,12 @@ def step_cost(physics: str, scene: str, steps: int = 3000) -> Dict[str, float]:
             "p90_us": round(float(np.percentile(times, 90)) * 1e6, 1)}
 
 
-def stack_run(physics: str, profile: str, duration: float, out_dir: Path) -> dict:
-    """benchmark_stack's result for one physics and profile (a child process: one master per process)."""
-    child = out_dir / f".simulator_{physics}_{profile}.json"
+def stack_run(profile: str, duration: float, out_dir: Path) -> dict:
+    """benchmark_stack's result for one bus profile (a child process: one master per process)."""
+    child = out_dir / f".simulator_{profile}.json"
     subprocess.run([sys.executable, "-m", "r1_startup.benchmark_stack", "--profiles", profile,
-                    "--duration", str(duration), "--rounds", "3", "--out", str(out_dir), "--child", str(child),
-                    f"--launch-arg=physics:={physics}"], check=True)
+                    "--duration", str(duration), "--rounds", "3", "--out", str(out_dir), "--child", str(child)],
+                   check=True)
     result = json.loads(child.read_text())
     child.unlink()
     return result
@@ -85,14 +87,15 @@ def summary(physics: str, result: dict) -> dict:
 
 def markdown(report: dict) -> str:
     """docs/benchmarks/simulator.md."""
-    lines = [f"# The simulator side by side: MuJoCo and the hand-written physics ({report['when']})", "",
+    lines = [f"# The simulator on MuJoCo ({report['when']})", "",
              f"Machine: {report['machine']}. `scripts/benchmark simulator` (`r1_startup.benchmark_simulator`): "
              "one `SimRobot.step` in this process, then the whole stack (`r1_stack.launch`, sensors included, "
-             "the room for MuJoCo) for each physics and bus profile, measured as `scripts/benchmark stack` "
+             "the room) for each bus profile, measured as `scripts/benchmark stack` "
              "measures it. CPU is the share of one core; per simulated second it is divided by simulated "
              "time / wall time (on a machine that cannot keep up, simulated time slows down, and so does the "
              "work of every node). Topics not live: of the stack's topics, those that had not published "
-             "when the measurement started.", "",
+             "when the measurement started. The hand-written physics MuJoCo replaced, measured beside it in "
+             f"one run before its removal: `{SIDE_BY_SIDE}`.", "",
              "## One physics step (`SimRobot.step`, 1 ms)", "", "| physics | world | median | 90th pct |",
              "|---|---|---:|---:|"]
     for s in report["steps"]:
@@ -111,9 +114,8 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """`benchmark_simulator [--physics legacy mujoco] [--profiles stock light] [--duration S] [--out DIR]`."""
+    """`benchmark_simulator [--profiles stock light] [--duration S] [--out DIR]`."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--physics", nargs="+", default=list(PHYSICS), choices=PHYSICS)
     ap.add_argument("--profiles", nargs="+", default=["stock", "light"], choices=["stock", "light"])
     ap.add_argument("--duration", type=float, default=30.0, help="measuring window per stack run [s]")
     ap.add_argument("--out", default=".", help="directory of simulator.{json,md}")
@@ -124,14 +126,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "machine": f"{len(__import__('os').sched_getaffinity(0))} CPUs, {platform.platform()}, "
                                f"Python {platform.python_version()}",
                     "steps": [], "stack": []}
-    for physics in args.physics:
-        for scene in (("empty", "room") if physics == "mujoco" else ("empty",)):
-            print(f"benchmark_simulator: one step, {physics}, {scene} ...", flush=True)
-            report["steps"].append({"physics": physics, "scene": scene, **step_cost(physics, scene)})
+    for scene in ("empty", "room"):
+        print(f"benchmark_simulator: one step, {scene} ...", flush=True)
+        report["steps"].append({"physics": PHYSICS, "scene": scene, **step_cost(scene)})
     for profile in args.profiles:
-        for physics in args.physics:
-            print(f"benchmark_simulator: the stack, {physics}, {profile}, {args.duration:g} s ...", flush=True)
-            report["stack"].append(summary(physics, stack_run(physics, profile, args.duration, out_dir)))
+        print(f"benchmark_simulator: the stack, {profile}, {args.duration:g} s ...", flush=True)
+        report["stack"].append(summary(PHYSICS, stack_run(profile, args.duration, out_dir)))
     (out_dir / "simulator.json").write_text(json.dumps(report, indent=1))
     text = markdown(report)
     (out_dir / "simulator.md").write_text(text)
