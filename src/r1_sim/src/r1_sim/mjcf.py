@@ -35,7 +35,17 @@ __all__ = ["BASE_JOINTS", "CHASSIS_LINKS", "CameraMount", "base_servo", "brake_n
 
 BASE_JOINTS = ("base_x", "base_y", "base_yaw")
 CHASSIS_LINKS = ("base_footprint", "base_link", "steer_motor_link", "wheel_motor_link")   # no contacts
-WORLDS_DIR = Path(__file__).resolve().parents[2] / "worlds"    # r1_sim/worlds (devel: the source tree)
+
+
+def _worlds_dir() -> Path:
+    """r1_sim's `worlds/`: beside the package's source (devel space: src/r1_sim/worlds), or in the install
+    space's share (<prefix>/lib/python3/dist-packages/r1_sim -> <prefix>/share/r1_sim/worlds)."""
+    here = Path(__file__).resolve()
+    source, installed = here.parents[2] / "worlds", here.parents[4] / "share" / "r1_sim" / "worlds"
+    return source if source.is_dir() or not installed.is_dir() else installed
+
+
+WORLDS_DIR = _worlds_dir()
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 1       # touches the scene's default geoms (1, 1), not itself
 GRAVITY = 9.81
 

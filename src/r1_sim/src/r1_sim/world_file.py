@@ -16,7 +16,9 @@ from typing import List, Optional
 
 from r1_sim import mjcf
 
-DEFAULT_URDF = Path(__file__).resolve().parents[3] / "r1_description" / "urdf" / "r1_v2_1_0.urdf"
+# r1_description's URDF beside this package: in the source tree (src/), or in the install space's share
+DEFAULT_URDF = next((p for p in (mjcf.WORLDS_DIR.parents[1] / "r1_description" / "urdf" / "r1_v2_1_0.urdf",)
+                     if p.is_file()), Path("r1_v2_1_0.urdf"))
 TIES = [(f"{side}_gripper_finger_joint2", f"{side}_gripper_finger_joint1") for side in ("left", "right")]
 BRAKES = [f"torso_joint{k}" for k in range(1, 5)]
 
