@@ -89,8 +89,6 @@ class MujocoWorld:
             if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
                 body = model.body(model.jnt_bodyid[j]).name
                 self._objects.append((body, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
-        self._v_prev = np.zeros(n)
-        self._a = np.zeros(n)
         mujoco.mj_forward(model, self.data)
         # the floor's hold on the base, for the robot's inertia along each base joint at the start pose
         inertia = [float(self.data.qM[model.dof_Madr[dof]]) for dof in self._base_v]
@@ -114,8 +112,6 @@ class MujocoWorld:
         d = self.data
         d.qpos[self._qadr] = q
         d.qvel[self._dadr] = v
-        self._v_prev = np.asarray(v, dtype=float).copy()
-        self._a[:] = 0.0
         mujoco.mj_forward(self.model, d)
 
     @property
@@ -125,11 +121,6 @@ class MujocoWorld:
     @property
     def velocities(self) -> np.ndarray:
         return self.data.qvel[self._dadr].copy()
-
-    @property
-    def accelerations(self) -> np.ndarray:
-        """Joint accelerations over the last step (Δv/dt)."""
-        return self._a.copy()
 
     @property
     def lower_limits(self) -> np.ndarray:
@@ -164,9 +155,6 @@ class MujocoWorld:
             d.qpos[self._chassis_q] = chassis_q
             d.qvel[self._chassis_v] = chassis_v
         mujoco.mj_step(m, d)
-        v = d.qvel[self._dadr]
-        self._a = (v - self._v_prev) / m.opt.timestep
-        self._v_prev = v.copy()
 
     @property
     def time(self) -> float:
