@@ -161,17 +161,19 @@ class ChassisSimTest(unittest.TestCase):
         self.assertGreaterEqual(ramp.sum(), 3, f"too few commands on the ramp: {c_v[:40].round(3)}")
         commanded_slope = np.polyfit(c_t[ramp], c_v[ramp], 1)[0]
         self.assertAlmostEqual(commanded_slope, ACC_X, delta=0.1 * ACC_X, msg="commanded ramp")
-        # the robot (ground truth): from its first motion to 98 % of 0.5 m/s in the time the limit implies
-        # (±10 %); the motion starts one loop delay late, and the simulated wheels' speed loop
-        # lags, then catches up (mid-ramp slope up to ~1.1× the limit, ~8 % overshoot that decays)
-        # crossing times interpolated between samples (taking the first sample past each level
-        # added up to one 5 ms sample to the 0.19 s interval, a quarter of the ±10 % tolerance)
-        moving, reached = crossing(stamps, vx, 0.01), crossing(stamps, vx, 0.49)
-        ideal = (0.49 - 0.01) / ACC_X
+        # the robot (ground truth): from 10 % to 90 % of 0.5 m/s in the time the limit implies (±10 %); the
+        # motion starts one loop delay late, and the simulated wheels' speed loop lags, then catches up
+        # (mid-ramp slope up to ~1.1× the limit, a few % overshoot that decays). Crossing times are
+        # interpolated between samples. (From 0.01 to 0.49 m/s before: the last 2 % of a ramp is where it
+        # rounds off, and there the base's ±0.015 m/s ripple against the arms held at the hold gains moved
+        # the crossing by up to 50 ms: 0.186-0.240 s in five runs against 0.192 ± 0.019.)
+        moving = crossing(stamps, vx, 0.01)
+        rise_from, rise_to = crossing(stamps, vx, 0.05), crossing(stamps, vx, 0.45)
+        ideal = (0.45 - 0.05) / ACC_X
         rospy.loginfo(f"chassis: commanded ramp {commanded_slope:.3f} m/s² (limit {ACC_X}); ground truth from "
-                      f"0.01 to 0.49 m/s in {reached - moving:.3f} s (ideal {ideal:.3f} s), moving "
+                      f"0.05 to 0.45 m/s in {rise_to - rise_from:.3f} s (ideal {ideal:.3f} s), moving "
                       f"{moving:.3f} s after the command, peak {vx.max():.3f} m/s")
-        self.assertAlmostEqual(reached - moving, ideal, delta=0.1 * ideal, msg="time to reach 0.5 m/s")
+        self.assertAlmostEqual(rise_to - rise_from, ideal, delta=0.1 * ideal, msg="time from 0.05 to 0.45 m/s")
         self.assertLess(moving, 0.1, "the chassis started late")
         self.assertLess(vx.max(), 0.5 * 1.1, "overshoot")
         steady = vx[stamps > 1.0]

@@ -39,7 +39,7 @@ def test_sim_yaml_holds_the_r1s_tables_over_the_empty_defaults():
     assert s.friction_of("left_arm_joint2") == Friction(0.3, 0.2, 0.02)
     assert s.friction_of("right_gripper_finger_joint1") == Friction(5.0, 1.0, 0.2)
     assert s.friction_of("steer_motor_joint1") == Friction()
-    assert s.motor_loop("wheel") == MotorLoop(kp_apr=20.0, kp_asr=25.0, ki_asr=250.0)
+    assert s.motor_loop("wheel") == MotorLoop(kp_apr=20.0, kp_asr=25.0, ki_asr=625.0)
     assert s.motor_loop("torso").kp_asr == 150.0
     d = SimSettings()
     assert d.start_pose == {} and d.friction == {} and d.motor_loop("arm") == MotorLoop()
