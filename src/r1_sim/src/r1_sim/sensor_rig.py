@@ -8,9 +8,10 @@ world as one MuJoCo model (`r1_sim.mjcf`: the robot from its URDF on its planar 
 the state last given to `set_state` / `set_objects` (the simulator's ground truth), so the node, the
 benchmark and the tests all render through the same code:
 
-* cameras: `mujoco.Renderer` offscreen (OSMesa without a display: MUJOCO_GL=osmesa, which r1_sim's
-  package sets unless the environment chose), one renderer per distinct resolution; RGB, and z-depth
-  from the depth buffer (what RealSense and ZED publish: along the optical axis, not the range);
+* cameras: `r1_sim.offscreen.OffscreenCamera` (OSMesa without a display: MUJOCO_GL=osmesa, which
+  r1_sim's package sets unless the environment chose), one per distinct resolution; RGB, and z-depth
+  from the depth buffer of the same pass (what RealSense and ZED publish: along the optical axis, not
+  the range);
 * lidar: `mujoco.mj_ray` from the lidar frame along the Livox pattern of `r1_sim.lidar` (per ray:
   3.2.3's `mj_multiRay` culls wrongly, `cast_rays` says how);
   intensity = the hit geom's `user` value (the scene's reflectivity, 0..255), 60 where it has none
@@ -21,7 +22,6 @@ benchmark and the tests all render through the same code:
 from __future__ import annotations
 
 import math
-import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -32,6 +32,7 @@ import numpy as np
 from r1_common.settings import ConfigError
 from r1_sim import mjcf
 from r1_sim.lidar import LivoxLidar
+from r1_sim.offscreen import OffscreenCamera, gl_backend
 from r1_sim.sensor_settings import NODE, CameraSettings, LidarSettings, SensorsSettings
 
 __all__ = ["ConfigError", "CameraSpec", "LidarSpec", "ObjectPose", "SensorConfig", "SensorRig", "VENDOR_CAMERAS",
@@ -166,21 +167,6 @@ def parse_sensor_config(params: Optional[Mapping[str, Any]]) -> SensorConfig:
     return sensor_config(SensorsSettings.from_params(params, where=NODE))
 
 
-def _gl_backend() -> None:
-    """MuJoCo takes its GL backend from MUJOCO_GL when first imported: a process that imported it before
-    the variable was set (r1_sim's package sets it) would get GLFW, which needs a display. Take the
-    backend MUJOCO_GL names now, if it is OSMesa or EGL and MuJoCo loaded another."""
-    want = os.environ.get("MUJOCO_GL", "").lower().strip()
-    from mujoco import gl_context
-    if want in ("osmesa", "egl") and getattr(gl_context, "_MUJOCO_GL", want) != want:
-        if want == "osmesa":
-            from mujoco.osmesa import GLContext
-        else:
-            from mujoco.egl import GLContext  # type: ignore[no-redef]
-        gl_context.GLContext = GLContext
-        gl_context._MUJOCO_GL = want
-
-
 def vfov_deg(width: int, height: int, hfov_deg: float) -> float:
     """Vertical field of view of a pinhole camera with square pixels (MuJoCo's `fovy`)."""
     return math.degrees(2.0 * math.atan(math.tan(math.radians(hfov_deg) / 2.0) * height / width))
@@ -255,13 +241,14 @@ class SensorRig:
         if self.specs:
             m.vis.global_.offwidth = max([m.vis.global_.offwidth] + [s.width for s in self.specs.values()])
             m.vis.global_.offheight = max([m.vis.global_.offheight] + [s.height for s in self.specs.values()])
-        self._renderers: Dict[Tuple[int, int], Any] = {}
+        self._renderers: Dict[Tuple[int, int], OffscreenCamera] = {}
+        self._camera_ids = {name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, name) for name in self.specs}
         if self.specs:
-            _gl_backend()
+            gl_backend()
         try:
             for s in self.specs.values():
                 if (s.width, s.height) not in self._renderers:
-                    self._renderers[(s.width, s.height)] = mujoco.Renderer(m, s.height, s.width)
+                    self._renderers[(s.width, s.height)] = OffscreenCamera(m, s.width, s.height)
         except Exception:
             self.close()
             raise
@@ -353,15 +340,9 @@ class SensorRig:
         if r is None:
             raise RuntimeError("the rig is closed")
         self._update()
-        r.update_scene(self.data, camera=name)
-        image = r.render() if rgb else None
+        image, raw = r.render(self.data, self._camera_ids[name], rgb=rgb, depth=depth)
         z = None
-        if depth:
-            r.enable_depth_rendering()
-            try:
-                raw = r.render()
-            finally:
-                r.disable_depth_rendering()
+        if raw is not None:
             z = np.where(raw >= self._far * (1.0 - 1e-4), np.nan, raw)
             with np.errstate(invalid="ignore"):
                 z = np.where(z < spec.min_depth_m, -np.inf, z)
