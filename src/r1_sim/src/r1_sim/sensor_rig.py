@@ -357,16 +357,14 @@ class SensorRig:
         m, d = self.model, self.data
         vec = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
         pnt = np.asarray(origin, dtype=float)
-        geomid = np.full(len(vec), -1, dtype=np.int32)
-        dist = np.full(len(vec), -1.0)
-        one = np.zeros(1, dtype=np.int32)
         # mj_ray per ray, not mj_multiRay: MuJoCo 3.2.3's mj_multiRay culls geoms wrongly and missed or
-        # passed through the walls and the table on 9 % of a scan (138 of 1,500 rays against mj_ray; the
-        # room is closed, so a miss is wrong); per ray it costs about the same here (docs/sensors.md)
-        for k in range(len(vec)):
-            dist[k] = mujoco.mj_ray(m, d, pnt, vec[k], None, 1, exclude_body, one)
-            geomid[k] = one[0]
-        return dist, geomid
+        # passed through the walls and the table on 9 % of a scan (1,321 of 15,000 rays against mj_ray; the
+        # room is closed, so a miss is wrong), though 4x faster. One geom-id row per ray, written by mj_ray
+        # in place: the loop does nothing else (docs/sensors.md)
+        ray = mujoco.mj_ray
+        geomid = np.full((len(vec), 1), -1, dtype=np.int32)
+        dist = np.array([ray(m, d, pnt, v, None, 1, exclude_body, g) for v, g in zip(vec, geomid)], dtype=float)
+        return dist.reshape(-1), geomid[:, 0]
 
     def scan_lidar(self, directions: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 4) float32 x, y, z, intensity in the lidar frame (the next scan of the Livox pattern, or the
