@@ -61,6 +61,7 @@ class ControlMode(IntEnum):
 
 _MODE_OFFSET = {ControlMode.MIT: 0x000, ControlMode.POS_VEL: 0x100, ControlMode.VEL: 0x200,
                 ControlMode.FORCE_POS: 0x300}
+_MODE_OF_OFFSET = {offset: mode for mode, offset in _MODE_OFFSET.items()}
 
 
 class Status(IntEnum):
@@ -122,11 +123,10 @@ def command_id(esc_id: int, mode: ControlMode) -> int:
 
 def mode_of_command_id(arbitration_id: int) -> tuple[ControlMode, int]:
     """(mode, esc_id) of a command id; inverse of `command_id`."""
-    offset = arbitration_id & 0x700
-    for mode, off in _MODE_OFFSET.items():
-        if off == offset:
-            return mode, arbitration_id & 0xFF
-    raise ValueError(f"{arbitration_id:#x} is not a motor command id")
+    mode = _MODE_OF_OFFSET.get(arbitration_id & 0x700)
+    if mode is None:
+        raise ValueError(f"{arbitration_id:#x} is not a motor command id")
+    return mode, arbitration_id & 0xFF
 
 
 # -- fixed-point mapping -------------------------------------------------------------------
@@ -178,14 +178,23 @@ def encode_mit(p: float, v: float, kp: float, kd: float, tau: float, limits: Mot
 
 def decode_mit(data: bytes, limits: MotorLimits) -> MitCommand:
     """What a motor with `limits` reads from an MIT frame."""
+    return MitCommand(*decode_mit_values(data, limits))
+
+
+def decode_mit_values(data: bytes, limits: MotorLimits) -> tuple[float, float, float, float, float]:
+    """`decode_mit` as a plain tuple (p, v, kp, kd, tau): the simulated motors read ~10,000 frames a
+    second, where building the frozen dataclass was a third of the decode. Raises ValueError on a
+    frame that is not 8 bytes."""
     if len(data) != 8:
         raise ValueError(f"MIT frame must be 8 bytes, got {len(data)}")
     word = int.from_bytes(data, "big")
-    return MitCommand(uint_to_float(word >> 48, -limits.pmax, limits.pmax, 16),
-                      uint_to_float(word >> 36 & 0xFFF, -limits.vmax, limits.vmax, 12),
-                      uint_to_float(word >> 24 & 0xFFF, 0.0, KP_MAX, 12),
-                      uint_to_float(word >> 12 & 0xFFF, 0.0, KD_MAX, 12),
-                      uint_to_float(word & 0xFFF, -limits.tmax, limits.tmax, 12))
+    # uint_to_float inlined: u * (hi - lo) / (2^bits - 1) + lo, the same operations in the same order
+    pm, vm, tm = limits.pmax, limits.vmax, limits.tmax
+    return ((word >> 48) * (pm - -pm) / 65535 + -pm,
+            (word >> 36 & 0xFFF) * (vm - -vm) / 4095 + -vm,
+            (word >> 24 & 0xFFF) * (KP_MAX - 0.0) / 4095 + 0.0,
+            (word >> 12 & 0xFFF) * (KD_MAX - 0.0) / 4095 + 0.0,
+            (word & 0xFFF) * (tm - -tm) / 4095 + -tm)
 
 
 # -- force-position ("PID servo"), position-velocity, velocity -------------------------------
@@ -329,8 +338,12 @@ def encode_feedback(esc_id: int, status: int, p: float, v: float, tau: float, t_
     pu = int((min(max(p, -pm), pm) + pm) * 65535 / (2 * pm))
     vu = int((min(max(v, -vm), vm) + vm) * 4095 / (2 * vm))
     tu = int((min(max(tau, -tm), tm) + tm) * 4095 / (2 * tm))
+    # _byte inlined for both temperatures
+    mos, rotor = round(t_mos), round(t_rotor)
+    mos = 0 if mos < 0 else (255 if mos > 255 else int(mos))
+    rotor = 0 if rotor < 0 else (255 if rotor > 255 else int(rotor))
     return bytes(((status & 0xF) << 4 | (esc_id & 0xF), pu >> 8, pu & 0xFF, vu >> 4,
-                  (vu & 0xF) << 4 | tu >> 8, tu & 0xFF, _byte(t_mos), _byte(t_rotor)))
+                  (vu & 0xF) << 4 | tu >> 8, tu & 0xFF, mos, rotor))
 
 
 def _byte(t: float) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import selectors
 import socket
-from typing import Callable, Iterable, Tuple
+from typing import Callable, Iterable, Optional, Tuple
 
 from r1_sim.simbus import (
     CAN_EFF_FLAG,
@@ -74,8 +74,10 @@ class SimBusServer:
     def connected(self, channel: str) -> int:
         return len(self._clients[channel])
 
-    def poll(self, timeout: float, handler: FrameHandler) -> int:
-        """Wait up to `timeout` s for frames, hand each to `handler`, send its replies; returns frames handled."""
+    def poll(self, timeout: float, handler: FrameHandler,
+             heard: Optional[Callable[[str], None]] = None) -> int:
+        """Wait up to `timeout` s for frames, hand each to `handler`, send its replies; returns frames handled.
+        `heard(channel)` is called once per packet of frames a client sent (before its frames are handled)."""
         handled = 0
         for key, _ in self._selector.select(timeout):
             channel, is_listener = key.data
@@ -83,7 +85,7 @@ class SimBusServer:
             if is_listener:
                 self._accept(sock, channel)
                 continue
-            handled += self._drain(sock, channel, handler)
+            handled += self._drain(sock, channel, handler, heard)
         return handled
 
     def _accept(self, listener: socket.socket, channel: str) -> None:
@@ -95,7 +97,8 @@ class SimBusServer:
         self._clients[channel].append(conn)
         self._selector.register(conn, selectors.EVENT_READ, (channel, False))
 
-    def _drain(self, sock: socket.socket, channel: str, handler: FrameHandler) -> int:
+    def _drain(self, sock: socket.socket, channel: str, handler: FrameHandler,
+               heard: Optional[Callable[[str], None]]) -> int:
         clients = self._clients[channel]
         handled = 0
         while True:
@@ -116,6 +119,8 @@ class SimBusServer:
                 continue
             handled += len(frames)
             self.frames_in[channel] += len(frames)
+            if heard is not None and frames:
+                heard(channel)
             if len(clients) > 1:
                 for other in clients:
                     if other is not sock:

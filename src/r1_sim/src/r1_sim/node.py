@@ -162,15 +162,12 @@ class SimNode:
         message = f"simulated time at {factor:.0%} of real time" + ("" if factor > 0.0 else ": physics not stepping")
         return [status("r1_sim: physics", f"r1sim/{self.namespace}", level, message, values)]
 
-    def _on_frame(self, bus: str, arbitration_id: int, data: bytes):
-        self.pacer.heard(bus)
-        return self.robot.handle(bus, arbitration_id, data)
-
     def run(self) -> None:
         """Serve the buses and step the physics until ROS shuts down, then close the buses."""
         robot, pacer, server = self.robot, self.pacer, self.server
         while not rospy.is_shutdown():
-            server.poll(pacer.wait_time(time.monotonic()), self._on_frame)
+            # the driver's frames to the motors; lockstep hears the driver once per packet
+            server.poll(pacer.wait_time(time.monotonic()), robot.handle, heard=pacer.heard)
             now = time.monotonic()
             done = pacer.advance(now)
             for buses in done.let_go:

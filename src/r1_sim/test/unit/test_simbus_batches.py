@@ -51,6 +51,20 @@ def test_split_packet_takes_runs_of_classical_frames_or_one_fd_frame_only() -> N
             split_packet(bad)
 
 
+def test_heard_is_told_once_per_packet_before_its_frames(server) -> None:
+    """The lockstep's `heard` runs once per packet the driver sends (it ran once per frame: 7x a cycle)."""
+    bus = R1SimBus("can0", namespace=server.ns)
+    server.poll(0.1, lambda *a: [])               # accept the bus
+    events = []
+    bus.send_batch([msg(k) for k in range(1, 8)])
+    bus.send(msg(9))
+    deadline = time.monotonic() + 2.0
+    while len(events) < 10 and time.monotonic() < deadline:
+        server.poll(0.05, lambda ch, i, d: events.append(i) or [], heard=lambda ch: events.append(ch))
+    assert events == ["can0", 1, 2, 3, 4, 5, 6, 7, "can0", 9]
+    bus.shutdown()
+
+
 def test_a_batch_is_one_packet_and_the_devices_answer_it_in_one_packet(server) -> None:
     sniffer = raw_client(server)
     bus = R1SimBus("can0", namespace=server.ns)
@@ -136,9 +150,9 @@ def test_the_driver_sends_a_cycle_in_one_packet_and_reads_every_reply(server) ->
     packets = []
     real_drain = server._drain
 
-    def counting_drain(sock, channel, handler):
+    def counting_drain(sock, channel, handler, heard=None):
         before = server.frames_in[channel]
-        n = real_drain(sock, channel, handler)
+        n = real_drain(sock, channel, handler, heard)
         if server.frames_in[channel] > before:
             packets.append(server.frames_in[channel] - before)
         return n
