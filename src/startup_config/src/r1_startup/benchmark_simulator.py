@@ -4,10 +4,14 @@ One run measures (the hand-written physics MuJoCo replaced was measured beside i
 was removed: docs/benchmarks/simulator_side_by_side.{json,md}, the same tables):
 1. the cost of one `SimRobot.step` (ROS-free, this process: the robot of r1.yaml and sim.yaml at its
    start pose, motors disabled), in the empty world and the room;
-2. the whole stack (`r1_startup.benchmark_stack`, a child process per run) at the stock and the light
-   bus profile: the simulator's CPU (share of one core, and per second of simulated time, which is the
-   fair figure when the machine cannot keep up and simulated time slows down), the sensors' CPU, the
-   whole stack's, the stack's clock against the wall clock, and the driver's feedback rates.
+2. the simulator with the driver alone (`roslaunch HDAS r1_sim.launch`, the empty world, no controllers
+   and no sensors; a child process per profile): the simulator's CPU while simulated time keeps up with
+   the wall clock, the cleanest figure of its own cost at a bus profile (in the whole stack on 2 cores
+   simulated time slows down while the driver, on the wall clock, sends as many frames per wall second:
+   the simulator's work per simulated second grows with the lag);
+3. the whole stack (`r1_startup.benchmark_stack`, a child process per run) at the stock and the light
+   bus profile: the simulator's CPU (share of one core, and per second of simulated time), the sensors'
+   CPU, the whole stack's, the stack's clock against the wall clock, and the driver's feedback rates.
 Writes <out>/simulator.{json,md}. The sensors' cost per frame, old renderer against MuJoCo's, is
 measured by `scripts/benchmark sensors` (docs/benchmarks/sensors_sim.md). A benchmark: it reports, it
 does not judge.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -54,6 +59,56 @@ def step_cost(scene: str, steps: int = 3000) -> Dict[str, float]:
         times[k] = time.perf_counter() - t0
     return {"median_us": round(float(np.median(times)) * 1e6, 1),
             "p90_us": round(float(np.percentile(times, 90)) * 1e6, 1)}
+
+
+def driver_only(profile: str, duration: float, log_path: Path) -> dict:
+    """The simulator's CPU with HDAS alone at `profile`'s bus rates (this process's ROS node: run it in a
+    child). Share of one core over `duration` s of wall time, simulated / wall time (from /clock), and
+    the CPU per second of simulated time."""
+    import rospy
+    from rosgraph_msgs.msg import Clock
+
+    from r1_common.benchtools import cpu_seconds, descendants, free_port, process_name, stop_session
+    port = free_port()
+    env = dict(os.environ, ROS_MASTER_URI=f"http://localhost:{port}")
+    os.environ["ROS_MASTER_URI"] = env["ROS_MASTER_URI"]
+    launch = subprocess.Popen(["roslaunch", "-p", str(port), "HDAS", "r1_sim.launch", "scene:=empty",
+                               f"light:={'true' if profile == 'light' else 'false'}",
+                               f"sim_namespace:=benchdrv{os.getpid()}{profile}"],
+                              env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        rospy.init_node("simulator_benchmark", anonymous=True, disable_signals=True)
+        latest: list = []
+        rospy.Subscriber("/clock", Clock, lambda m: latest.append(m.clock.to_sec()), queue_size=1)
+        deadline = time.monotonic() + 300.0
+        while not latest and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not latest:
+            raise RuntimeError(f"no /clock within 300 s (log: {log_path})")
+        time.sleep(10.0)                                   # HDAS enabled, the buses at their rates
+        sim = [p for p in descendants(launch.pid) if process_name(p) == "r1_sim"]
+        if not sim:
+            raise RuntimeError(f"no r1_sim process (log: {log_path})")
+        c0, s0, w0 = cpu_seconds(sim[0]), latest[-1], time.monotonic()
+        time.sleep(duration)
+        c1, s1, w1 = cpu_seconds(sim[0]), latest[-1], time.monotonic()
+    finally:
+        stop_session(launch, 60.0)
+    cpu = 100.0 * (c1 - c0) / (w1 - w0)
+    ratio = (s1 - s0) / (w1 - w0)
+    return {"physics": PHYSICS, "profile": profile, "r1_sim_cpu_percent": round(cpu, 1),
+            "sim_real_time_factor": round(ratio, 3),
+            "r1_sim_cpu_per_sim_second_percent": round(cpu / ratio, 1) if ratio > 0 else None}
+
+
+def driver_only_run(profile: str, duration: float, out_dir: Path) -> dict:
+    """`driver_only` in a child process (one ROS node per process)."""
+    child = out_dir / f".simulator_driver_{profile}.json"
+    subprocess.run([sys.executable, "-m", "r1_startup.benchmark_simulator", "--driver-only-child", profile,
+                    str(child), "--duration", str(duration), "--out", str(out_dir)], check=True)
+    result = json.loads(child.read_text())
+    child.unlink()
+    return result
 
 
 def stack_run(profile: str, duration: float, out_dir: Path) -> dict:
@@ -100,6 +155,13 @@ def markdown(report: dict) -> str:
              "|---|---|---:|---:|"]
     for s in report["steps"]:
         lines.append(f"| {s['physics']} | {s['scene']} | {s['median_us']} µs | {s['p90_us']} µs |")
+    lines += ["", "## The simulator with the driver alone", "",
+              "`roslaunch HDAS r1_sim.launch scene:=empty` at the profile's bus rates: no controllers, no "
+              "sensors; simulated time keeps up with the wall clock here.", "",
+              "| physics | profile | r1_sim CPU | simulated / wall | per simulated s |", "|---|---|---:|---:|---:|"]
+    for r in report.get("driver_only", []):
+        lines.append(f"| {r['physics']} | {r['profile']} | {r['r1_sim_cpu_percent']} % | "
+                     f"{100 * r['sim_real_time_factor']:.0f} % | {r['r1_sim_cpu_per_sim_second_percent']} % |")
     lines += ["", "## The whole stack", "",
               "| physics | profile | r1_sim CPU | per simulated s | sensors CPU | stack (cores) | simulated / wall | "
               "machine stalled | topics not live | " + " | ".join(f"`{t.split('/')[-1]}` Hz" for t in FEEDBACK) + " |",
@@ -119,16 +181,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--profiles", nargs="+", default=["stock", "light"], choices=["stock", "light"])
     ap.add_argument("--duration", type=float, default=30.0, help="measuring window per stack run [s]")
     ap.add_argument("--out", default=".", help="directory of simulator.{json,md}")
+    ap.add_argument("--driver-only-child", nargs=2, metavar=("PROFILE", "JSON"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if args.driver_only_child:
+        profile, path = args.driver_only_child
+        result = driver_only(profile, args.duration, out_dir / f"simulator_driver_{profile}_launch.log")
+        Path(path).write_text(json.dumps(result))
+        return 0
     report: dict = {"when": time.strftime("%Y-%m-%d %H:%M:%S"),
                     "machine": f"{len(__import__('os').sched_getaffinity(0))} CPUs, {platform.platform()}, "
                                f"Python {platform.python_version()}",
-                    "steps": [], "stack": []}
+                    "steps": [], "driver_only": [], "stack": []}
     for scene in ("empty", "room"):
         print(f"benchmark_simulator: one step, {scene} ...", flush=True)
         report["steps"].append({"physics": PHYSICS, "scene": scene, **step_cost(scene)})
+    for profile in args.profiles:
+        print(f"benchmark_simulator: the driver alone, {profile}, {args.duration:g} s ...", flush=True)
+        report["driver_only"].append(driver_only_run(profile, args.duration, out_dir))
     for profile in args.profiles:
         print(f"benchmark_simulator: the stack, {profile}, {args.duration:g} s ...", flush=True)
         report["stack"].append(summary(PHYSICS, stack_run(profile, args.duration, out_dir)))
