@@ -94,6 +94,7 @@ def driver_only(profile: str, duration: float, log_path: Path) -> dict:
         c1, s1, w1 = cpu_seconds(sim[0]), latest[-1], time.monotonic()
     finally:
         stop_session(launch, 60.0)
+    log_path.unlink(missing_ok=True)                       # kept when the run failed (the errors name it)
     cpu = 100.0 * (c1 - c0) / (w1 - w0)
     ratio = (s1 - s0) / (w1 - w0)
     return {"physics": PHYSICS, "profile": profile, "r1_sim_cpu_percent": round(cpu, 1),
@@ -144,7 +145,8 @@ def markdown(report: dict) -> str:
     """docs/benchmarks/simulator.md."""
     lines = [f"# The simulator on MuJoCo ({report['when']})", "",
              f"Machine: {report['machine']}. `scripts/benchmark simulator` (`r1_startup.benchmark_simulator`): "
-             "one `SimRobot.step` in this process, then the whole stack (`r1_stack.launch`, sensors included, "
+             "one `SimRobot.step` in this process, the simulator with the driver alone, then the whole stack "
+             "(`r1_stack.launch`, sensors included, "
              "the room) for each bus profile, measured as `scripts/benchmark stack` "
              "measures it. CPU is the share of one core; per simulated second it is divided by simulated "
              "time / wall time (on a machine that cannot keep up, simulated time slows down, and so does the "
