@@ -6,11 +6,15 @@
 The file is what the simulator builds at start (r1_sim.mjcf.world_xml: the robot from the URDF on its
 planar base, in the scene, fingers tied, torso brakes, IMU sensors), at the robot's zero pose; the viewer
 simulates it on its own (nothing drives the motors there). ROS-free: the URDF and the scene are files.
+For the viewer the file also frames the robot (`viewer_framing`): MuJoCo's free camera starts at the
+model's `statistic` centre and extent, which for a closed room put it outside the walls, looking at the
+ceiling.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import List, Optional
 
@@ -21,6 +25,24 @@ DEFAULT_URDF = next((p for p in (mjcf.WORLDS_DIR.parents[1] / "r1_description" /
                      if p.is_file()), Path("r1_v2_1_0.urdf"))
 TIES = [(f"{side}_gripper_finger_joint2", f"{side}_gripper_finger_joint1") for side in ("left", "right")]
 BRAKES = [f"torso_joint{k}" for k in range(1, 5)]
+
+
+def viewer_framing(xml: str) -> str:
+    """`xml` with the viewer's free camera on the robot: `<statistic center extent>` around it (0.9 m up,
+    1.6 m across) and `<visual><global azimuth elevation>` from its front left, each only where the world
+    sets none. Changes nothing the physics reads (the simulator does not write these)."""
+    root = ET.fromstring(xml)
+    if root.find("statistic") is None:
+        ET.SubElement(root, "statistic", center="0 0 0.9", extent="1.6")
+    visual = root.find("visual")
+    if visual is None:
+        visual = ET.SubElement(root, "visual")
+    glob = visual.find("global")
+    if glob is None:
+        glob = ET.SubElement(visual, "global")
+    glob.attrib.setdefault("azimuth", "150")
+    glob.attrib.setdefault("elevation", "-20")
+    return ET.tostring(root, encoding="unicode")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -34,6 +56,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         xml = mjcf.world_xml(Path(args.urdf).read_text(), mjcf.scene_path(args.scene).read_text(),
                              ties=TIES, brakes=BRAKES)
         mjcf.load_world(xml)                     # what the simulator would refuse, refused here too
+        xml = viewer_framing(xml)
     except (OSError, mjcf.WorldError) as e:
         print(f"r1_sim_world: {e}", file=sys.stderr)
         return 1
