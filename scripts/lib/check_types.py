@@ -66,6 +66,7 @@ CORES = (
     "src/r1_sim/src/r1_sim/motor.py",
     "src/r1_sim/src/r1_sim/mujoco_world.py",
     "src/r1_sim/src/r1_sim/object_states.py",
+    "src/r1_sim/src/r1_sim/offscreen.py",
     "src/r1_sim/src/r1_sim/physics.py",
     "src/r1_sim/src/r1_sim/robot.py",
     "src/r1_sim/src/r1_sim/sensor_rig.py",
