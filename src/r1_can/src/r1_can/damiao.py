@@ -61,7 +61,7 @@ class ControlMode(IntEnum):
 
 _MODE_OFFSET = {ControlMode.MIT: 0x000, ControlMode.POS_VEL: 0x100, ControlMode.VEL: 0x200,
                 ControlMode.FORCE_POS: 0x300}
-_MODE_OF_OFFSET = {offset: mode for mode, offset in _MODE_OFFSET.items()}
+MODE_OF_OFFSET = {offset: mode for mode, offset in _MODE_OFFSET.items()}   # id & 0x700 -> mode
 
 
 class Status(IntEnum):
@@ -123,7 +123,7 @@ def command_id(esc_id: int, mode: ControlMode) -> int:
 
 def mode_of_command_id(arbitration_id: int) -> tuple[ControlMode, int]:
     """(mode, esc_id) of a command id; inverse of `command_id`."""
-    mode = _MODE_OF_OFFSET.get(arbitration_id & 0x700)
+    mode = MODE_OF_OFFSET.get(arbitration_id & 0x700)
     if mode is None:
         raise ValueError(f"{arbitration_id:#x} is not a motor command id")
     return mode, arbitration_id & 0xFF

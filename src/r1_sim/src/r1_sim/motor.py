@@ -27,8 +27,6 @@ AMBIENT_C = 30.0
 MOS_LIMIT_C = 110.0
 ROTOR_LIMIT_C = 120.0
 TIMEOUT_UNIT_S = 50e-6
-# command id offset -> mode (damiao.mode_of_command_id without its exception: every frame passes here)
-_MODE_OF_OFFSET = {damiao.command_id(0, m): m for m in ControlMode}
 FAULTS = ("none", "no_reply", "over_temperature", "over_current", "under_voltage", "overload")
 
 
@@ -70,7 +68,8 @@ class SimMotor:
             return None
         if arbitration_id == damiao.REGISTER_ID:
             return self._register(data, now)
-        mode = _MODE_OF_OFFSET.get(arbitration_id & 0x700)
+        # damiao.mode_of_command_id without its exception: every frame passes here
+        mode = damiao.MODE_OF_OFFSET.get(arbitration_id & 0x700)
         if mode is None:
             return None                      # not a command id
         special = damiao.SPECIAL_FRAMES.get(bytes(data))
