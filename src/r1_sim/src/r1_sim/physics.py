@@ -68,7 +68,6 @@ class SwerveChassisSim:
         self._wheel_rate = [0.0, 0.0, 0.0]
         self._pose = [0.0, 0.0, 0.0]
         self._twist = (0.0, 0.0, 0.0)
-        self._acc = (0.0, 0.0)
 
     # state arrays are exposed as copies so callers cannot bypass the dynamics
     @property
@@ -123,10 +122,7 @@ class SwerveChassisSim:
             self._wheel_rate[k] = ww
             self._wheel[k] += ww * dt
         # base: fit the twist, integrate the pose exactly for a constant twist (SE(2) exp)
-        old = self._twist
-        vx, vy, wz = twist = self._module_twist()
-        self._acc = ((vx - old[0]) / dt - wz * vy, (vy - old[1]) / dt + wz * vx)
-        self._twist = twist
+        vx, vy, wz = self._twist = self._module_twist()
         th = wz * dt
         if abs(th) < 1e-9:
             sx, cx = 1.0 - th * th / 6.0, th / 2.0
@@ -148,14 +144,6 @@ class SwerveChassisSim:
         """(vx, vy, wz) of the modules' rigid-body fit, base frame."""
         vx, vy, wz = self._twist
         return float(vx), float(vy), float(wz)
-
-    def base_acceleration(self) -> tuple[float, float]:
-        """(ax, ay): acceleration of the base origin in the world, expressed in base axes.
-
-        The body-frame derivative of the twist plus the rotating-frame term ω × v, so a
-        base turning at constant speed feels its centripetal acceleration.
-        """
-        return float(self._acc[0]), float(self._acc[1])
 
     def set_pose(self, x: float, y: float, yaw: float) -> None:
         self._pose = [float(x), float(y), float(yaw)]

@@ -71,9 +71,8 @@ class SimRobot:
         self.body_joints = body_joints
         self.chassis = self._make_chassis(urdf_xml, chassis) if chassis else None
         self.world = self._make_world(config, urdf_xml, body_joints, chassis)
-        self.body = self.world          # the body joints the motors drive (a view of the world)
         start = np.array([s.start_pose.get(j, 0.0) for j in body_joints])
-        self.body.set_state(start, np.zeros(len(body_joints)))
+        self.world.set_state(start, np.zeros(len(body_joints)))
         timeout_units = int(round(s.comm_timeout_s / 50e-6))     # the TIMEOUT register counts 50 µs
         for group in config.groups.values():
             for k, spec in enumerate(group.motors):
@@ -213,7 +212,7 @@ class SimRobot:
             brakes = np.zeros(len(self.body_joints), dtype=bool)
             for s, on in zip(self._braked, braked):
                 brakes[s.index] = on
-            self.body.set_brakes(brakes)
+            self.world.set_brakes(brakes)
         chassis = self.chassis
         if chassis:
             chassis.step(steer_tau, wheel_tau, dt)
@@ -233,7 +232,7 @@ class SimRobot:
         Python floats, not numpy scalars: every motor's arithmetic and its feedback frame run on
         them ~10,000 times a second, and numpy scalar arithmetic is ~4x slower.
         """
-        q, v = self.body.positions.tolist(), self.body.velocities.tolist()
+        q, v = self.world.positions.tolist(), self.world.velocities.tolist()
         chassis = self.chassis
         if chassis:
             steer_q, steer_v, wheel_q, wheel_v = chassis.module_state()
@@ -296,7 +295,7 @@ class SimRobot:
         return self.world.objects()
 
     def joint_positions(self) -> dict[str, float]:
-        out = dict(zip(self.body_joints, self.body.positions.tolist()))
+        out = dict(zip(self.body_joints, self.world.positions.tolist()))
         if self.chassis:
             for k in range(3):
                 out[f"steer_motor_joint{k + 1}"] = float(self.chassis.steer_angles[k])

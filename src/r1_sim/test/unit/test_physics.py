@@ -127,23 +127,6 @@ def test_wheel_inertia_is_a_third_of_the_mass_reflected():
     assert np.all(ch.wheel_speeds < before) and np.all(ch.wheel_speeds > 0)
 
 
-def test_base_acceleration_includes_the_centripetal_term():
-    ch = SwerveChassisSim(R1_XY, R)
-    vx, wz = 0.5, 0.5
-    ang, speed = module_command((vx, 0.0, wz))
-    drive(ch, ang, speed, 1.5)
-    assert ch.base_twist() == pytest.approx((vx, 0.0, wz), abs=1e-4)
-    ax, ay = ch.base_acceleration()
-    assert ax == pytest.approx(0.0, abs=1e-3)
-    assert ay == pytest.approx(wz * vx, abs=1e-3)         # towards the centre of the turn
-    # and the linear part while speeding up straight
-    ch = SwerveChassisSim(R1_XY, R, wheel_viscous=0.0)
-    ch.step(np.zeros(3), np.full(3, 0.3), DT)
-    ch.step(np.zeros(3), np.full(3, 0.3), DT)
-    ax, ay = ch.base_acceleration()
-    assert ax == pytest.approx(0.3 / ch.wheel_inertia * R, rel=1e-9) and ay == pytest.approx(0.0, abs=1e-12)
-
-
 # -- BatteryModel ----------------------------------------------------------------------------
 @pytest.mark.parametrize("soc", [0.1, 0.3, 0.5, 0.8, 1.0])
 @pytest.mark.parametrize("power", [0.0, 1000.0])

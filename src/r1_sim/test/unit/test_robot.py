@@ -89,23 +89,23 @@ def test_watchdog_runs_on_simulated_time(robot: SimRobot) -> None:
 
 def test_unpowered_torso_joints_are_held_by_their_brakes(robot: SimRobot) -> None:
     k = robot.body_joints.index("torso_joint2")
-    q = robot.body.positions.copy()
+    q = robot.world.positions.copy()
     q[k] = -0.8                                   # bent: gravity pulls on it
-    robot.body.set_state(q, np.zeros_like(q))
+    robot.world.set_state(q, np.zeros_like(q))
     spec = motor_of(robot, "torso_joint2")
     robot.handle("torso", spec.esc_id, damiao.ENABLE)
     limp = damiao.encode_mit(0.0, 0.0, 0.0, 0.0, 0.0, spec.limits)      # enabled, no torque: it sags
     for _ in range(200):
         robot.handle("torso", spec.esc_id, limp)
         robot.step(DT)
-    sag = robot.body.positions[k] - (-0.8)
+    sag = robot.world.positions[k] - (-0.8)
     assert abs(sag) > 0.01
     robot.inject_fault("torso_joint2", "over_current")                  # faulted: no torque, brake on
-    held = robot.body.positions[k]
+    held = robot.world.positions[k]
     for _ in range(300):
         robot.handle("torso", spec.esc_id, limp)
         robot.step(DT)
-    assert robot.body.positions[k] == pytest.approx(held, abs=1e-3)
+    assert robot.world.positions[k] == pytest.approx(held, abs=1e-3)
 
 
 def test_board_frames_are_due_at_their_rates_and_decode(robot: SimRobot) -> None:
