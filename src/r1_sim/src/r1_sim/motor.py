@@ -27,6 +27,9 @@ AMBIENT_C = 30.0
 MOS_LIMIT_C = 110.0
 ROTOR_LIMIT_C = 120.0
 TIMEOUT_UNIT_S = 50e-6
+# register ids as plain ints: the per-step laws look them up ~50,000 times a second
+_TIMEOUT, _KP_APR, _KP_ASR, _KI_ASR = (int(r) for r in (Register.TIMEOUT, Register.KP_APR, Register.KP_ASR,
+                                                        Register.KI_ASR))
 FAULTS = ("none", "no_reply", "over_temperature", "over_current", "under_voltage", "overload")
 
 
@@ -163,7 +166,9 @@ class SimMotor:
 
     # -- physics side ----------------------------------------------------------------------
     def set_state(self, position: float, velocity: float, now: float, dt: float = 0.0) -> None:
-        """Where the joint is now; advances the watchdog and the thermal model by dt."""
+        """Where the joint is now; advances the watchdog and the thermal model by dt.
+
+        Runs for every motor at every physics step: kept to plain attribute arithmetic."""
         self.position, self.velocity = float(position), float(velocity)
         if dt > 0.0:
             # I²R heating, first order: about +60 °C (winding) / +40 °C (MOS) at a third of TMAX
@@ -171,10 +176,15 @@ class SimMotor:
             load = (self.last_torque / self.limits.tmax) ** 2
             self.t_rotor += dt * (2.2 * load - (self.t_rotor - AMBIENT_C) / 300.0)
             self.t_mos += dt * (4.4 * load - (self.t_mos - AMBIENT_C) / 100.0)
-        timeout = int(self.registers[Register.TIMEOUT]) * TIMEOUT_UNIT_S
-        if self.enabled and self.error is None and timeout > 0 and now - self.last_frame > timeout:
-            self.error = Status.COMM_LOST
-        self._latch_conditions()
+        if self.error is not None:
+            return
+        if self.enabled:
+            timeout = int(self.registers[_TIMEOUT]) * TIMEOUT_UNIT_S
+            if timeout > 0 and now - self.last_frame > timeout:
+                self.error = Status.COMM_LOST
+                return
+        if self.fault != "none" or self.t_rotor > ROTOR_LIMIT_C or self.t_mos > MOS_LIMIT_C:
+            self._latch_conditions()
 
     def _latch_conditions(self) -> None:
         if self.error is not None:
@@ -192,7 +202,7 @@ class SimMotor:
         return self.enabled and self.error is None
 
     def torque(self, position: float, velocity: float, now: float) -> float:
-        """Output torque at the joint state (physical angle)."""
+        """Output torque at the joint state (physical angle) at simulated time `now`."""
         if not self.enabled or self.error is not None:
             self.last_torque = 0.0
             return 0.0
@@ -200,14 +210,15 @@ class SimMotor:
         self._last_step = now
         p = position - self.zero_offset
         tmax = self.limits.tmax
-        if self.mode == ControlMode.MIT:
+        mode = self.mode
+        if mode == ControlMode.MIT:
             p_des, v_des, kp, kd, t_ff = self._target
             tau = kp * (p_des - p) + kd * (v_des - velocity) + t_ff
-        elif self.mode == ControlMode.VEL:
+        elif mode == ControlMode.VEL:
             tau = self._speed_loop(self._target[0], velocity, tmax, dt)
         else:
             p_des, v_limit, ratio = self._target
-            v_ref = float(self.registers[Register.KP_APR]) * (p_des - p)
+            v_ref = float(self.registers[_KP_APR]) * (p_des - p)
             v_ref = max(-v_limit, min(v_limit, v_ref))
             tmax = ratio * tmax
             tau = self._speed_loop(v_ref, velocity, tmax, dt)
@@ -215,12 +226,16 @@ class SimMotor:
         self.last_torque = tau
         return tau
 
+    def output(self, now: float) -> float:
+        """`torque` at the state the last `set_state` gave."""
+        return self.torque(self.position, self.velocity, now)
+
     def _speed_loop(self, v_ref: float, velocity: float, limit: float, dt: float) -> float:
         """PI speed loop with the integral clamped to the torque limit (anti-windup)."""
         err = v_ref - velocity
         self._integral += float(self.registers[Register.KI_ASR]) * err * dt
         self._integral = max(-limit, min(limit, self._integral))
-        return float(self.registers[Register.KP_ASR]) * err + self._integral
+        return float(self.registers[_KP_ASR]) * err + self._integral
 
     # -- faults ------------------------------------------------------------------------------
     def inject(self, fault: str) -> None:

@@ -10,6 +10,7 @@ The bodies (torso, arms, grippers, the base) are MuJoCo's: r1_sim.mujoco_world. 
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Sequence
 
@@ -96,9 +97,7 @@ class SwerveChassisSim:
         u: list[float] = []
         for a, w in zip(self._steer, self._wheel_rate):
             u += (w * r * math.cos(a), w * r * math.sin(a))
-        f0, f1, f2 = self._fit
-        return (sum(k * x for k, x in zip(f0, u)), sum(k * x for k, x in zip(f1, u)),
-                sum(k * x for k, x in zip(f2, u)))
+        return tuple(sum([k * x for k, x in zip(row, u)]) for row in self._fit)   # type: ignore[return-value]
 
     def step(self, steer_tau: Sequence[float] | np.ndarray, wheel_tau: Sequence[float] | np.ndarray,
              dt: float) -> None:
@@ -163,12 +162,22 @@ class BatteryModel:
         self.internal_resistance = float(internal_resistance)
         self.idle_power = float(idle_power)
         self._soc = float(np.clip(state_of_charge, 0.0, 1.0))
+        self._soc_points, self._ocv_points = self.SOC.tolist(), self.CELL_OCV.tolist()
         self._current = 0.0
         self._voltage = 0.0
         self._update(0.0)
 
     def open_circuit_voltage(self) -> float:
-        return self.cells * float(np.interp(self._soc, self.SOC, self.CELL_OCV))
+        """The pack's voltage without load [V]: the cell curve, linear between its points (as np.interp,
+        in plain floats: it runs every physics step)."""
+        soc, xs, ys = self._soc, self._soc_points, self._ocv_points
+        if soc <= xs[0]:
+            return self.cells * ys[0]
+        if soc >= xs[-1]:
+            return self.cells * ys[-1]
+        j = bisect.bisect_right(xs, soc) - 1
+        slope = (ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j])
+        return self.cells * (slope * (soc - xs[j]) + ys[j])
 
     def _update(self, power: float) -> None:
         """Terminal voltage and current that deliver power + idle power.

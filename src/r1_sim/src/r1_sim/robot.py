@@ -10,6 +10,7 @@ the rest from `SimSettings`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Tuple, Union
 
@@ -101,12 +102,22 @@ class SimRobot:
         # torso joints have brakes that hold them whenever their motor is unpowered
         self._braked = [s for s in self.slots if s.kind == "body" and config.groups[s.group].kind == "torso"]
         self._brakes_on: tuple[bool, ...] = ()     # set at the first step
+        # the motors by what they drive, for the per-step loops: (motor, body joint),
+        # (motor, finger joint, other finger joint, metres per rad), and the chassis modules in order
+        self._body_motors = [(s.motor, s.index) for s in self.slots if s.kind == "body"]
+        self._grip_motors = [(s.motor, s.index, s.index2, s.spec.metres_per_rad)
+                             for s in self.slots if s.kind == "gripper"]
+        self._steer_motors = [s.motor for s in sorted((s for s in self.slots if s.kind == "steer"),
+                                                      key=lambda s: s.index)]
+        self._wheel_motors = [s.motor for s in sorted((s for s in self.slots if s.kind == "wheel"),
+                                                      key=lambda s: s.index)]
         self.imu = {name: ImuModel(gyro_noise=s.imu.gyro_noise, acc_noise=s.imu.acc_noise)
                     for name, b in config.boards.items() if b.kind == "imu"}
         self.battery = BatteryModel(capacity_ah=s.battery.capacity_ah, state_of_charge=s.battery.state_of_charge)
         self.remote_mode = s.remote.mode
         self.remote_sticks = [0.0, 0.0, 0.0, 0.0]
         self._next_board = {name: now for name in config.boards}
+        self._board_due = now                # the earliest of them
         self._imu_seq = 0
         self._power = 0.0
         self.time = now
@@ -161,6 +172,8 @@ class SimRobot:
 
     def board_frames(self, now: float) -> list[tuple[str, int, bytes]]:
         """Periodic frames of the IMUs, the BMS and the remote controller that are due."""
+        if now < self._board_due:         # asked on every pass of the simulator's loop
+            return []
         out = []
         for name, spec in self.config.boards.items():
             if now < self._next_board[name]:
@@ -180,6 +193,7 @@ class SimRobot:
                 rx, ry, lx, ly = (board_frames.stick_to_raw(x) for x in self.remote_sticks)
                 out.append((spec.bus, spec.can_id, board_frames.encode_remote(
                     board_frames.RemoteReport((rx, ry, lx, ly), self.remote_mode, True))))
+        self._board_due = min(self._next_board.values(), default=math.inf)
         return out
 
     # -- physics -----------------------------------------------------------------------------
@@ -191,21 +205,19 @@ class SimRobot:
         """
         self.time += dt
         now = self.time
-        tau = np.zeros(len(self.body_joints))
-        steer_tau, wheel_tau = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+        tau = [0.0] * len(self.body_joints)
         power = 0.0
-        for s, (p, w) in zip(self.slots, self._states):      # as the last sync left them
-            t = s.motor.torque(p, w, now)
-            power += abs(t * w)
-            if s.kind == "body":
-                tau[s.index] = t
-            elif s.kind == "gripper":
-                r = s.spec.metres_per_rad
-                tau[s.index] = tau[s.index2] = t / (2 * r)
-            elif s.kind == "steer":
-                steer_tau[s.index] = t
-            else:
-                wheel_tau[s.index] = t
+        for m, i in self._body_motors:       # each at the state the last sync gave it (nothing moved since)
+            t = tau[i] = m.output(now)
+            power += abs(t * m.velocity)
+        for m, i, j, r in self._grip_motors:
+            t = m.output(now)
+            power += abs(t * m.velocity)
+            tau[i] = tau[j] = t / (2 * r)    # the linkage: half the motor's force on each finger
+        steer_tau = [m.output(now) for m in self._steer_motors]
+        wheel_tau = [m.output(now) for m in self._wheel_motors]
+        for m, t in zip(self._steer_motors + self._wheel_motors, steer_tau + wheel_tau):
+            power += abs(t * m.velocity)
         braked = tuple(not s.motor.powered for s in self._braked)
         if braked != self._brakes_on:           # engaging a brake holds the joint where it is then
             self._brakes_on = braked
@@ -226,37 +238,24 @@ class SimRobot:
         self.battery.step(power / 0.85, dt)
         self._sync_motor_state(now, dt)
 
-    def _motor_states(self) -> list[tuple[float, float]]:
-        """Each slot's motor angle and speed, in the order of `slots`.
-
-        Python floats, not numpy scalars: every motor's arithmetic and its feedback frame run on
-        them ~10,000 times a second, and numpy scalar arithmetic is ~4x slower.
-        """
+    def _sync_motor_state(self, now: float, dt: float = 0.0) -> None:
+        """Tell each motor where its joint is, for its feedback replies, thermal model and watchdog, and
+        the next step's torques. Python floats, not numpy scalars: this runs for every motor at every
+        physics step, where numpy scalar arithmetic is ~4x slower (and numpy on the 24 motors' arrays
+        slower still: ~1.5 µs an operation)."""
         q, v = self.world.positions.tolist(), self.world.velocities.tolist()
+        for m, i in self._body_motors:
+            m.set_state(q[i], v[i], now, dt)
+        for m, i, j, r in self._grip_motors:
+            # the linkage moves both fingers: motor angle = mean finger travel / ratio
+            m.set_state(0.5 * (q[i] + q[j]) / r, 0.5 * (v[i] + v[j]) / r, now, dt)
         chassis = self.chassis
         if chassis:
             steer_q, steer_v, wheel_q, wheel_v = chassis.module_state()
-        out = []
-        for s in self.slots:
-            i = s.index
-            if s.kind == "body":
-                out.append((q[i], v[i]))
-            elif s.kind == "gripper":
-                # the linkage moves both fingers: motor angle = mean finger travel / ratio
-                r = s.spec.metres_per_rad
-                out.append((0.5 * (q[i] + q[s.index2]) / r, 0.5 * (v[i] + v[s.index2]) / r))
-            elif s.kind == "steer":
-                out.append((steer_q[i], steer_v[i]))
-            else:
-                out.append((wheel_q[i], wheel_v[i]))
-        return out
-
-    def _sync_motor_state(self, now: float, dt: float = 0.0) -> None:
-        """Tell each motor where its joint is, for its feedback replies and thermal model (and keep the
-        states for the next step's torques: nothing moves in between)."""
-        self._states = self._motor_states()
-        for s, (p, w) in zip(self.slots, self._states):
-            s.motor.set_state(p, w, now, dt)
+            for m, p, w in zip(self._steer_motors, steer_q, steer_v):
+                m.set_state(p, w, now, dt)
+            for m, p, w in zip(self._wheel_motors, wheel_q, wheel_v):
+                m.set_state(p, w, now, dt)
 
     def imu_reading(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(roll pitch yaw, gyro, specific force) of an IMU board: MuJoCo's sensors at its frame (the base's
