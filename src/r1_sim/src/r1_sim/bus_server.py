@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import selectors
 import socket
-from typing import Callable, Iterable, Optional, Tuple
+from typing import Callable, Iterable, Optional, Sequence, Tuple
 
 from r1_sim.simbus import (
     CAN_EFF_FLAG,
@@ -22,17 +22,17 @@ from r1_sim.simbus import (
     CAN_FRAME,
     CANFD_FDF,
     CANFD_FRAME,
+    MAX_BATCH,
     MAX_PACKET,
     batch_frames,
     socket_address,
-    split_packet,
 )
 
 # handler(channel, arbitration_id, data) -> replies [(arbitration_id, data), ...]
 FrameHandler = Callable[[str, int, bytes], Iterable[Tuple[int, bytes]]]
 
 _pack = CAN_FRAME.pack
-_unpack = CAN_FRAME.unpack
+_iter_unpack = CAN_FRAME.iter_unpack
 _PAD8 = bytes(8)
 
 
@@ -99,48 +99,47 @@ class SimBusServer:
 
     def _drain(self, sock: socket.socket, channel: str, handler: FrameHandler,
                heard: Optional[Callable[[str], None]]) -> int:
+        """One packet of a readable client (the selector reports the socket again while more are queued:
+        reading until EAGAIN cost a failed system call and an exception for every packet)."""
+        try:
+            packet = sock.recv(MAX_PACKET)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            packet = b""
+        if not packet:
+            self._drop(sock, channel)
+            return 0
+        n = len(packet)
+        if n == CANFD_FRAME.size:
+            frames = [CANFD_FRAME.unpack(packet)]
+        elif n and not n % CAN_FRAME.size:
+            frames = list(_iter_unpack(packet))
+        else:       # not a frame (a client writing something else): dropped
+            self.bad_packets[channel] = self.bad_packets.get(channel, 0) + 1
+            self.last_error = f"{channel}: a {n}-byte packet is no CAN frame"
+            return 0
+        self.frames_in[channel] += len(frames)
+        if heard is not None:
+            heard(channel)
         clients = self._clients[channel]
-        handled = 0
-        while True:
+        if len(clients) > 1:
+            for other in clients:
+                if other is not sock:
+                    self._send(other, channel, packet, len(frames))
+        replies: list[tuple[int, bytes]] = []
+        for can_id, length, _, _, _, data in frames:
+            arbitration_id = can_id & CAN_EFF_MASK if can_id & CAN_EFF_FLAG else can_id & 0x7FF
             try:
-                packet = sock.recv(MAX_PACKET)
-            except BlockingIOError:
-                return handled
-            except OSError:
-                packet = b""
-            if not packet:
-                self._drop(sock, channel)
-                return handled
-            try:
-                frames = split_packet(packet)
-            except ValueError as e:  # not a frame (a client writing something else): dropped
+                replies.extend(handler(channel, arbitration_id, data[:length]))
+            except (ValueError, OverflowError, KeyError, IndexError) as e:
+                # a frame the devices cannot take (a garbled payload) is lost, as on a real bus;
+                # the simulator goes on
                 self.bad_packets[channel] = self.bad_packets.get(channel, 0) + 1
-                self.last_error = f"{channel}: {e}"
-                continue
-            handled += len(frames)
-            self.frames_in[channel] += len(frames)
-            if heard is not None and frames:
-                heard(channel)
-            if len(clients) > 1:
-                for other in clients:
-                    if other is not sock:
-                        self._send(other, channel, packet, len(frames))
-            replies: list[tuple[int, bytes]] = []
-            for frame in frames:
-                if len(frame) == CAN_FRAME.size:
-                    can_id, length, _, _, _, data = _unpack(frame)
-                else:
-                    can_id, length, _, _, _, data = CANFD_FRAME.unpack(frame)
-                arbitration_id = can_id & CAN_EFF_MASK if can_id & CAN_EFF_FLAG else can_id & 0x7FF
-                try:
-                    replies.extend(handler(channel, arbitration_id, data[:length]))
-                except (ValueError, OverflowError, KeyError, IndexError) as e:
-                    # a frame the devices cannot take (a garbled payload) is lost, as on a real bus;
-                    # the simulator goes on
-                    self.bad_packets[channel] = self.bad_packets.get(channel, 0) + 1
-                    self.last_error = f"{channel} 0x{arbitration_id:x}: {e!r}"
-            if replies:
-                self.broadcast_many(channel, replies)
+                self.last_error = f"{channel} 0x{arbitration_id:x}: {e!r}"
+        if replies:
+            self.broadcast_many(channel, replies)
+        return len(frames)
 
     def broadcast(self, channel: str, arbitration_id: int, data: bytes) -> None:
         """Put a device's frame on a bus: every connected client receives it."""
@@ -148,9 +147,13 @@ class SimBusServer:
         for client in list(self._clients[channel]):
             self._send(client, channel, packet, 1)
 
-    def broadcast_many(self, channel: str, frames: Iterable[tuple[int, bytes]]) -> None:
+    def broadcast_many(self, channel: str, frames: Sequence[tuple[int, bytes]]) -> None:
         """Put several frames on a bus in order: classical ones up to MAX_BATCH to a packet."""
-        packets = batch_frames(encode(arbitration_id, data) for arbitration_id, data in frames)
+        if len(frames) <= MAX_BATCH and all(len(data) <= 8 for _, data in frames):
+            # the usual case (a motor's replies to one packet of the driver's): one packet
+            packets = [(b"".join([_pack(i, len(data), 0, 0, 0, data) for i, data in frames]), len(frames))]
+        else:
+            packets = batch_frames(encode(arbitration_id, data) for arbitration_id, data in frames)
         for client in list(self._clients[channel]):
             for packet, count in packets:
                 self._send(client, channel, packet, count)

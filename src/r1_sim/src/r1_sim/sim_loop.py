@@ -11,11 +11,12 @@ the wall clock (time.monotonic), `robot.time` the simulated clock.
 """
 from __future__ import annotations
 
+import collections
 import math
 import queue
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from r1_common.loop_stats import LoopStats
 from r1_sim.lockstep import Lockstep
@@ -135,13 +136,14 @@ class RequestQueue:
     FAULT_TIMEOUT_S = 2.0       # [s] wall time an injection waits for the loop's answer
 
     def __init__(self) -> None:
-        self._queue: "queue.Queue[Tuple[Any, ...]]" = queue.Queue()
+        # deque's append and popleft are atomic: other threads append, the loop pops
+        self._pending: Deque[Tuple[Any, ...]] = collections.deque()
 
     def inject_fault(self, joint: str, fault: str, timeout: float = FAULT_TIMEOUT_S) -> Tuple[bool, str, Any]:
         """Ask the loop to inject `fault` into the motor of `joint` and wait for it: (ok, message, stamp of
         the simulated time it took effect); (False, why, None) if the loop did not answer within `timeout`."""
         answer: "queue.Queue[Tuple[bool, str, Any]]" = queue.Queue(maxsize=1)
-        self._queue.put(("fault", joint, fault, answer))
+        self._pending.append(("fault", joint, fault, answer))
         try:
             return answer.get(timeout=timeout)
         except queue.Empty:
@@ -149,15 +151,14 @@ class RequestQueue:
 
     def set_remote(self, sticks: Sequence[float], mode: int) -> None:
         """Set the remote controller (SimRobot.set_remote) at the loop's next pass."""
-        self._queue.put(("remote", list(sticks), mode, None))
+        self._pending.append(("remote", list(sticks), mode, None))
 
     def serve(self, robot: SimRobot, stamp: Callable[[], Any]) -> None:
-        """Apply every pending request to `robot`; an injection is answered with `stamp()`."""
-        while True:
-            try:
-                kind, a, b, answer = self._queue.get_nowait()
-            except queue.Empty:
-                return
+        """Apply every pending request to `robot`; an injection is answered with `stamp()`.
+        Called on every pass of the loop: nothing pending costs one length check (no lock)."""
+        pending = self._pending
+        while pending:
+            kind, a, b, answer = pending.popleft()
             if kind == "fault":
                 try:
                     robot.inject_fault(a, b)

@@ -65,6 +65,20 @@ def test_heard_is_told_once_per_packet_before_its_frames(server) -> None:
     bus.shutdown()
 
 
+def test_packets_queued_while_the_loop_was_busy_are_each_served_and_answered_in_order(server) -> None:
+    """The server reads one packet per readable socket and pass (no failed read after the last one): the
+    selector reports the socket again while packets are queued, so none waits longer than a pass."""
+    client = raw_client(server)
+    for k in range(5):
+        client.send(encode(0x10 + k, bytes([k]) * 8) * 2)
+    handled = [server.poll(0.2, lambda ch, i, d: [(i + 0x100, d[:1])]) for _ in range(5)]
+    assert handled == [2] * 5
+    assert server.poll(0.0, lambda *a: []) == 0
+    replies = [[CAN_FRAME.unpack(f)[0] for f in split_packet(client.recv(4096))] for _ in range(5)]
+    assert replies == [[0x110 + k] * 2 for k in range(5)]
+    client.close()
+
+
 def test_a_batch_is_one_packet_and_the_devices_answer_it_in_one_packet(server) -> None:
     sniffer = raw_client(server)
     bus = R1SimBus("can0", namespace=server.ns)
