@@ -12,8 +12,8 @@ benchmark and the tests all render through the same code:
   r1_sim's package sets unless the environment chose), one per distinct resolution; RGB, and z-depth
   from the depth buffer of the same pass (what RealSense and ZED publish: along the optical axis, not
   the range);
-* lidar: `mujoco.mj_ray` from the lidar frame along the Livox pattern of `r1_sim.lidar` (per ray:
-  3.2.3's `mj_multiRay` culls wrongly, `cast_rays` says how);
+* lidar: `mujoco.mj_multiRay` from the lidar frame along the Livox pattern of `r1_sim.lidar`
+  (without bounding volumes: 3.2.3's culling by them is wrong, `cast_rays` says how);
   intensity = the hit geom's `user` value (the scene's reflectivity, 0..255), 60 where it has none
   and on the robot (the robot's reflectivity before MuJoCo, which the URDF does not carry).
 
@@ -21,6 +21,7 @@ benchmark and the tests all render through the same code:
 """
 from __future__ import annotations
 
+import copy
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -231,6 +232,10 @@ class SensorRig:
         self.reflectivity = np.where(on_robot, ROBOT_REFLECTIVITY, np.where(user > 0, user, DEFAULT_REFLECTIVITY))
         self._lidar_body = (mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, config.lidar.frame)
                             if self.lidar is not None else -1)
+        # the model `cast_rays` gives mj_multiRay: a copy without bounding volumes (its culling by them is
+        # wrong in MuJoCo 3.2.3); the same geoms, laid out as the rig's, so it reads the rig's data
+        self._ray_model = copy.copy(m)
+        self._ray_model.body_bvhadr[:] = -1
         # renderers: the offscreen buffer fits the largest camera; no multisampling (4x the cost on OSMesa);
         # the clipping planes in metres (MuJoCo's are in units of the model's extent)
         extent = float(m.stat.extent)
@@ -352,19 +357,22 @@ class SensorRig:
     def cast_rays(self, origin: np.ndarray, directions: np.ndarray, exclude_body: int = -1
                   ) -> Tuple[np.ndarray, np.ndarray]:
         """(distance [m], geom id) of rays from `origin` along unit `directions` (N, 3) in the world;
-        distance −1 and geom −1 where nothing is hit."""
+        distance −1 and geom −1 where nothing is hit. The nearest visible geom of any group, static or
+        not, but those of `exclude_body`: what `mj_ray` gives for each ray, bit for bit."""
         self._update()
-        m, d = self.model, self.data
         vec = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
-        pnt = np.asarray(origin, dtype=float)
-        # mj_ray per ray, not mj_multiRay: MuJoCo 3.2.3's mj_multiRay culls geoms wrongly and missed or
-        # passed through the walls and the table on 9 % of a scan (1,321 of 15,000 rays against mj_ray; the
-        # room is closed, so a miss is wrong), though 4x faster. One geom-id row per ray, written by mj_ray
-        # in place: the loop does nothing else (docs/sensors.md)
-        ray = mujoco.mj_ray
-        geomid = np.full((len(vec), 1), -1, dtype=np.int32)
-        dist = np.array([ray(m, d, pnt, v, None, 1, exclude_body, g) for v, g in zip(vec, geomid)], dtype=float)
-        return dist.reshape(-1), geomid[:, 0]
+        n = len(vec)
+        geomid = np.full(n, -1, dtype=np.int32)
+        dist = np.full(n, -1.0)
+        # all rays in one call, on the rig's model without bounding volumes (`_ray_model`): MuJoCo 3.2.3's
+        # mj_multiRay culls a geom by the angles its bounding box's corners span from the origin, which
+        # misses large geoms near it (the floor under the lidar, the walls, the table: 9 % of a scan in
+        # the room), and a body by a sphere it places unrotated. Without bounding volumes it tests every
+        # geom in the order mj_ray does. One mj_ray call per ray gave the same, at 3x the cost (the
+        # binding's per-call overhead) (docs/sensors.md)
+        mujoco.mj_multiRay(self._ray_model, self.data, np.asarray(origin, dtype=float), vec.reshape(-1), None, 1,
+                           exclude_body, geomid, dist, n, mujoco.mjMAXVAL)
+        return dist, geomid
 
     def scan_lidar(self, directions: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 4) float32 x, y, z, intensity in the lidar frame (the next scan of the Livox pattern, or the
