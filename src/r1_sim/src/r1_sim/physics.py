@@ -97,7 +97,9 @@ class SwerveChassisSim:
         u: list[float] = []
         for a, w in zip(self._steer, self._wheel_rate):
             u += (w * r * math.cos(a), w * r * math.sin(a))
-        return tuple(sum([k * x for k, x in zip(row, u)]) for row in self._fit)   # type: ignore[return-value]
+        f0, f1, f2 = self._fit
+        return (sum([k * x for k, x in zip(f0, u)]), sum([k * x for k, x in zip(f1, u)]),
+                sum([k * x for k, x in zip(f2, u)]))
 
     def step(self, steer_tau: Sequence[float] | np.ndarray, wheel_tau: Sequence[float] | np.ndarray,
              dt: float) -> None:

@@ -111,6 +111,7 @@ class SimRobot:
                                                       key=lambda s: s.index)]
         self._wheel_motors = [s.motor for s in sorted((s for s in self.slots if s.kind == "wheel"),
                                                       key=lambda s: s.index)]
+        self._chassis_motors = self._steer_motors + self._wheel_motors
         self.imu = {name: ImuModel(gyro_noise=s.imu.gyro_noise, acc_noise=s.imu.acc_noise)
                     for name, b in config.boards.items() if b.kind == "imu"}
         self.battery = BatteryModel(capacity_ah=s.battery.capacity_ah, state_of_charge=s.battery.state_of_charge)
@@ -214,10 +215,11 @@ class SimRobot:
             t = m.output(now)
             power += abs(t * m.velocity)
             tau[i] = tau[j] = t / (2 * r)    # the linkage: half the motor's force on each finger
-        steer_tau = [m.output(now) for m in self._steer_motors]
-        wheel_tau = [m.output(now) for m in self._wheel_motors]
-        for m, t in zip(self._steer_motors + self._wheel_motors, steer_tau + wheel_tau):
+        modules = [m.output(now) for m in self._chassis_motors]      # steering, then wheels
+        for m, t in zip(self._chassis_motors, modules):
             power += abs(t * m.velocity)
+        n = len(self._steer_motors)
+        steer_tau, wheel_tau = modules[:n], modules[n:]
         braked = tuple(not s.motor.powered for s in self._braked)
         if braked != self._brakes_on:           # engaging a brake holds the joint where it is then
             self._brakes_on = braked
