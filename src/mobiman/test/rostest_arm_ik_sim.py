@@ -137,16 +137,27 @@ class ArmIkSimTest(unittest.TestCase):
     def fk(self, side, q):
         return self.model.pose(f"{side}_gripper_link", self.model.configuration({f"{side}_arm": q}), "torso_link4")
 
-    def wait_settled(self, side, timeout=400.0):
-        """Until the arm rests where the latest joint target puts it (FK within 5 mm, joints still)."""
+    def wait_settled(self, side, timeout=400.0, creep_m=0.3e-3, window_s=0.5):
+        """Until the arm rests where the latest joint target puts it (FK within 5 mm, joints still) and
+        its gripper has stopped creeping there (moved less than `creep_m` over `window_s` of robot time:
+        MuJoCo's dry friction is soft, and an arm 2 mm short of its target crept 2.1 mm during a hold
+        that a settled arm passes with 0.3 mm)."""
         deadline = time.monotonic() + timeout
+        since = None                      # (stamp, gripper position) where the arm first looked settled
         while time.monotonic() < deadline:
             cmd = np.array(self.out[side].wait(timeout).position)
             m = self.fb[side].wait()
             q, v = np.array(m.position[:6]), np.array(m.velocity[:6])
-            gap = np.linalg.norm(self.fk(side, q).translation - self.fk(side, cmd).translation)
-            if gap < 0.005 and np.max(np.abs(v)) < 0.05:
-                return cmd, q
+            here = self.fk(side, q).translation
+            gap = np.linalg.norm(here - self.fk(side, cmd).translation)
+            if not (gap < 0.005 and np.max(np.abs(v)) < 0.05):
+                since = None
+            elif since is None:
+                since = (m.header.stamp.to_sec(), here)
+            elif m.header.stamp.to_sec() - since[0] >= window_s:
+                if np.linalg.norm(here - since[1]) < creep_m:
+                    return cmd, q
+                since = (m.header.stamp.to_sec(), here)
             time.sleep(0.2)
         self.fail(f"{side} arm did not settle within {timeout} s: joints {self.q(side).round(3).tolist()}, "
                   f"target {np.round(self.out[side].wait().position, 3).tolist()}")

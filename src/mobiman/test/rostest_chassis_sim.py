@@ -348,9 +348,8 @@ class ChassisSimTest(unittest.TestCase):
         received: the ground truth below 0.01 m/s, and staying there, within command_timeout + speed /
         deceleration limit + 0.05 s. The test knows when it published that command, not when the
         controller received it, so it checks the two parts the bound is made of, each with the 0.05 s:
-        - the controller starts decelerating within command_timeout + 0.05 s of the publish (the
-          message's delivery and one feedback period), on its own clock (the stamp of the feedback
-          each command was computed on, paired through /odom as in test_a);
+        - the controller publishes its first decelerating command within command_timeout + 0.05 s of
+          the test's publish (the message's delivery, one feedback period, the controller's own work);
         - the base is stopped within speed / limit + 0.05 s of that start (HDAS, the wheels, the base).
         Measured as one sum from the publish it failed two runs in ~15 by 1-2 ms (0.651-0.652 s against
         0.650 at 1 m/s, with the simulator of this commit and of the one before); apart, three runs
@@ -361,19 +360,18 @@ class ChassisSimTest(unittest.TestCase):
             self.drive(twist(vx=speed), 0.5 + speed / ACC_X)
             truth = Recorder("/sim/odom", Odometry)
             commands = Recorder("/motion_control/control_chassis", motor_control)
-            clock = Recorder("/odom", Odometry)
-            for rec in (truth, commands, clock):
+            for rec in (truth, commands):
                 rec.start()
             self.cmd.publish(twist(vx=speed))
             last = rospy.get_time()
             self.wait_sim(1.0 + speed / ACC_X)
-            items, sent, odom = truth.stop(), commands.stop(), clock.stop()
-            # the controller: the wheel speeds it commands (straight modules: each = vx) on its clock
-            feedback_stamp = {m.header.seq: m.header.stamp.to_sec() - last for _, m in odom}
-            paired = [(feedback_stamp[m.header.seq], float(np.mean(m.v_des))) for _, m in sent
-                      if m.header.seq in feedback_stamp]
-            self.assertGreater(len(paired), 0.9 * len(sent), "commands without the /odom of their feedback")
-            c_t, c_v = np.array(paired).T
+            items, sent = truth.stop(), commands.stop()
+            # the controller: the wheel speeds it commands (straight modules: each = vx), stamped when it
+            # published them (ROS time). Not test_a's pairing with /odom by header seq: a publisher's seq
+            # counts only messages sent while it has subscribers, and /odom's fell 12 behind the commands'
+            # in one CI run, moving every time here by 60 ms
+            c_t = np.array([m.header.stamp.to_sec() for _, m in sent]) - last
+            c_v = np.array([float(np.mean(m.v_des)) for _, m in sent])
             slowing = (c_t > 0) & (c_v < 0.98 * speed)
             self.assertTrue(slowing.any(), f"{speed} m/s: the controller never decelerated")
             decelerating = float(c_t[np.argmax(slowing)])
