@@ -99,17 +99,24 @@ class SimBusServer:
 
     def _drain(self, sock: socket.socket, channel: str, handler: FrameHandler,
                heard: Optional[Callable[[str], None]]) -> int:
-        """One packet of a readable client (the selector reports the socket again while more are queued:
-        reading until EAGAIN cost a failed system call and an exception for every packet)."""
-        try:
-            packet = sock.recv(MAX_PACKET)
-        except BlockingIOError:
-            return 0
-        except OSError:
-            packet = b""
-        if not packet:
-            self._drop(sock, channel)
-            return 0
+        """Every packet a readable client has queued, in order (a backlog clears in one pass of the loop)."""
+        handled = 0
+        while True:
+            try:
+                packet = sock.recv(MAX_PACKET)
+            except BlockingIOError:
+                return handled
+            except OSError:
+                packet = b""
+            if not packet:
+                self._drop(sock, channel)
+                return handled
+            handled += self._serve(sock, channel, packet, handler, heard)
+
+    def _serve(self, sock: socket.socket, channel: str, packet: bytes, handler: FrameHandler,
+               heard: Optional[Callable[[str], None]]) -> int:
+        """One packet from a client: relayed to the other clients, its frames to the devices, their replies
+        to every client in one packet; returns its frames (0: not frames, dropped and counted)."""
         n = len(packet)
         if n == CANFD_FRAME.size:
             frames = [CANFD_FRAME.unpack(packet)]

@@ -65,15 +65,14 @@ def test_heard_is_told_once_per_packet_before_its_frames(server) -> None:
     bus.shutdown()
 
 
-def test_packets_queued_while_the_loop_was_busy_are_each_served_and_answered_in_order(server) -> None:
-    """The server reads one packet per readable socket and pass (no failed read after the last one): the
-    selector reports the socket again while packets are queued, so none waits longer than a pass."""
+def test_packets_queued_while_the_loop_was_busy_are_all_served_in_one_pass_and_answered_in_order(server) -> None:
+    """A backlog clears in one pass of the loop: under load a pass can take several physics steps, and
+    one packet per pass let the driver's frames fall behind."""
     client = raw_client(server)
     for k in range(5):
         client.send(encode(0x10 + k, bytes([k]) * 8) * 2)
-    handled = [server.poll(0.2, lambda ch, i, d: [(i + 0x100, d[:1])]) for _ in range(5)]
-    assert handled == [2] * 5
-    assert server.poll(0.0, lambda *a: []) == 0
+    time.sleep(0.05)
+    assert server.poll(0.2, lambda ch, i, d: [(i + 0x100, d[:1])]) == 10
     replies = [[CAN_FRAME.unpack(f)[0] for f in split_packet(client.recv(4096))] for _ in range(5)]
     assert replies == [[0x110 + k] * 2 for k in range(5)]
     client.close()
