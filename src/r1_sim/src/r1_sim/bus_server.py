@@ -5,7 +5,7 @@ client sends reaches every other client of that bus (a sniffer sees the
 driver's commands) and the simulated devices, whose replies reach all clients.
 It works on raw socketcan frames with `struct`, not python-can Messages: at
 ~20,000 frames/s every microsecond counts. A packet may carry several classical
-frames (`R1SimBus.send_batch`, `r1_sim.simbus.split_packet`): the devices' replies
+frames (`R1SimBus.send_batch`, `r1_sim.simbus.packet_frame_size`): the devices' replies
 to one packet go out in one packet too, as do the boards' frames of one loop pass
 (`broadcast_many`), so a cycle of the driver costs each side a few system calls
 instead of one per frame.
@@ -26,13 +26,13 @@ from r1_sim.simbus import (
     MAX_PACKET,
     batch_frames,
     socket_address,
+    unpack_packet,
 )
 
 # handler(channel, arbitration_id, data) -> replies [(arbitration_id, data), ...]
 FrameHandler = Callable[[str, int, bytes], Iterable[Tuple[int, bytes]]]
 
 _pack = CAN_FRAME.pack
-_iter_unpack = CAN_FRAME.iter_unpack
 _PAD8 = bytes(8)
 
 
@@ -117,14 +117,11 @@ class SimBusServer:
                heard: Optional[Callable[[str], None]]) -> int:
         """One packet from a client: relayed to the other clients, its frames to the devices, their replies
         to every client in one packet; returns its frames (0: not frames, dropped and counted)."""
-        n = len(packet)
-        if n == CANFD_FRAME.size:
-            frames = [CANFD_FRAME.unpack(packet)]
-        elif n and not n % CAN_FRAME.size:
-            frames = list(_iter_unpack(packet))
-        else:       # not a frame (a client writing something else): dropped
+        try:
+            frames = unpack_packet(packet)
+        except ValueError as e:     # not a frame (a client writing something else): dropped
             self.bad_packets[channel] = self.bad_packets.get(channel, 0) + 1
-            self.last_error = f"{channel}: a {n}-byte packet is no CAN frame"
+            self.last_error = f"{channel}: {e}"
             return 0
         self.frames_in[channel] += len(frames)
         if heard is not None:

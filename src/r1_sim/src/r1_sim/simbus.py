@@ -90,18 +90,33 @@ def unpack_frame(packet: bytes, timestamp: float, channel: str | None = None) ->
     )
 
 
-def split_packet(packet: bytes) -> list[bytes]:
-    """The frames of a packet: one CAN FD frame, or classical frames back to back.
+def packet_frame_size(packet: bytes) -> int:
+    """The size of the frames a packet carries: CANFD_FRAME.size for one CAN FD frame, CAN_FRAME.size for
+    classical frames back to back.
 
     Raises ValueError for a packet that is neither (empty, or a length that no run of frames has).
     """
     n = len(packet)
     if n == CANFD_FRAME.size:
-        return [packet]
-    size = CAN_FRAME.size
-    if n == 0 or n % size:
+        return n
+    if n == 0 or n % CAN_FRAME.size:
         raise ValueError(f"a {n}-byte packet is no CAN frame")
-    return [packet[i:i + size] for i in range(0, n, size)]
+    return CAN_FRAME.size
+
+
+def split_packet(packet: bytes) -> list[bytes]:
+    """The frames of a packet, each as its bytes (see `packet_frame_size`; raises ValueError as it does)."""
+    size = packet_frame_size(packet)
+    return [packet[i:i + size] for i in range(0, len(packet), size)]
+
+
+def unpack_packet(packet: bytes) -> list[tuple[int, int, int, int, int, bytes]]:
+    """The frames of a packet, each unpacked: (can_id, len, flags, res0, res1, data padded to 8 or 64
+    bytes). One `iter_unpack` for a run of classical frames (see `packet_frame_size`; raises ValueError
+    as it does)."""
+    if packet_frame_size(packet) == CANFD_FRAME.size:
+        return [CANFD_FRAME.unpack(packet)]
+    return list(CAN_FRAME.iter_unpack(packet))
 
 
 def batch_frames(frames: Iterable[bytes]) -> list[tuple[bytes, int]]:

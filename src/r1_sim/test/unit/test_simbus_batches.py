@@ -17,7 +17,7 @@ import pytest
 from r1_can.bus import DriverBus, _LoopNotifier
 from r1_can.config import BusSpec
 from r1_sim.bus_server import SimBusServer, encode
-from r1_sim.simbus import CAN_FRAME, MAX_BATCH, R1SimBus, socket_address, split_packet
+from r1_sim.simbus import CAN_FRAME, CANFD_FRAME, MAX_BATCH, R1SimBus, socket_address, split_packet, unpack_packet
 
 
 @pytest.fixture
@@ -41,14 +41,20 @@ def raw_client(srv: SimBusServer) -> socket.socket:
     return s
 
 
-def test_split_packet_takes_runs_of_classical_frames_or_one_fd_frame_only() -> None:
+def test_split_and_unpack_packet_take_runs_of_classical_frames_or_one_fd_frame_only() -> None:
     one = encode(0x01, b"\x01" * 8)
+    two = encode(0x7FF, b"\x02" * 3)
     assert split_packet(one * 3) == [one] * 3
+    assert unpack_packet(one + two) == [CAN_FRAME.unpack(one), CAN_FRAME.unpack(two)]
+    assert unpack_packet(two)[0][:2] == (0x7FF, 3)
     fd = encode(0x02, bytes(range(64)))
     assert split_packet(fd) == [fd]
-    for bad in (b"", b"\x00" * 5, one + b"\x00"):
+    assert unpack_packet(fd) == [CANFD_FRAME.unpack(fd)]
+    for bad in (b"", b"\x00" * 5, one + b"\x00", fd + one):
         with pytest.raises(ValueError, match="no CAN frame"):
             split_packet(bad)
+        with pytest.raises(ValueError, match="no CAN frame"):
+            unpack_packet(bad)
 
 
 def test_heard_is_told_once_per_packet_before_its_frames(server) -> None:
