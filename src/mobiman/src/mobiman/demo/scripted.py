@@ -144,14 +144,20 @@ class Demo:
 
     # -- waiting on the stack's clock ---------------------------------------------------------------
     def _until(self, done: Callable[[], bool], what: str, every: Callable[[], None] | None = None,
-               rate_hz: float = 20.0) -> None:
+               rate_hz: float = 20.0, detail: Callable[[], str] | None = None) -> None:
+        """Call `every` at `rate_hz` of the stack's clock until `done()`. Raises TimeoutError after the
+        config's wall_timeout, saying how much of the stack's clock passed meanwhile and `detail()`
+        (the state a failure needs explained)."""
         deadline = time.monotonic() + self.cfg.wall_timeout
+        stack_start = rospy.get_time()
         period = 1.0 / rate_hz
         while not done():
             if rospy.is_shutdown():
                 raise RuntimeError("ROS shut down")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{what}: not within {self.cfg.wall_timeout:.0f} s of wall time")
+                why = f"; {detail()}" if detail is not None else ""
+                raise TimeoutError(f"{what}: not within {self.cfg.wall_timeout:g} s of wall time "
+                                   f"({rospy.get_time() - stack_start:.1f} s of the stack's clock){why}")
             if every is not None:
                 every()
             t = rospy.get_time()
@@ -231,7 +237,7 @@ class Demo:
         self.log(f"  torso: crouch to {TORSO_CROUCH}")
         self.cmd_torso.publish(JointState(position=TORSO_CROUCH, velocity=[0.6] * 4))
         self._until(lambda: np.max(np.abs(np.asarray(self.torso_fb.get().position[:4]) - TORSO_CROUCH)) < 0.02,
-                    "torso crouch")
+                    "torso crouch", detail=lambda: self._torso_report(TORSO_CROUCH))
         self._settle_torso()
         z0, pitch0 = self._torso_height_pitch()
         self.log(f"  torso: lift at {self.cfg.lift_speed} m/s for {self.cfg.lift_time} s")
@@ -328,6 +334,18 @@ class Demo:
         demo's start frame, where PICK_NOMINAL is given)."""
         truth = self.truth.get()
         return _planar(truth if truth is not None else self.odom.get())
+
+    def _torso_report(self, target: Sequence[float]) -> str:
+        """Where the torso is against `target`, what its motors push and where the base stands: what a
+        torso move that never arrives needs explained."""
+        fb = self.torso_fb.get()
+        q = np.asarray(fb.position[:4])
+        effort = np.asarray(fb.effort[:4]) if len(fb.effort) >= 4 else np.full(4, math.nan)
+        base = self._base_world()
+        source = "ground truth" if self.truth.get() is not None else "odometry"
+        return (f"torso at {np.round(q, 3).tolist()} ({np.round(q - np.asarray(target), 3).tolist()} off the "
+                f"target), efforts {np.round(effort, 1).tolist()} N·m; base at x {base[0]:.3f} m, "
+                f"y {base[1]:.3f} m, yaw {math.degrees(base[2]):.1f} deg ({source})")
 
     @staticmethod
     def _in_base(p_world: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -437,7 +455,7 @@ class Demo:
         self.log(f"  torso: lean to {PICK_TORSO}")
         self.cmd_torso.publish(JointState(position=PICK_TORSO, velocity=[0.6] * 4))
         self._until(lambda: np.max(np.abs(np.asarray(self.torso_fb.get().position[:4]) - PICK_TORSO)) < 0.02,
-                    "torso lean", lambda: None)
+                    "torso lean", detail=lambda: self._torso_report(PICK_TORSO))
         self._settle_torso()
         base = self._base_world()
         obj0 = self._object_world()
