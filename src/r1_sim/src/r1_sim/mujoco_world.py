@@ -13,13 +13,15 @@ a scene, and gives `r1_sim.robot.SimRobot` what its motors need:
   the steer and wheel joints are posed from the chassis model (they carry no dynamics here);
 * **IMUs** (`imu`): orientation, rate gyro and specific force of a URDF frame, from MuJoCo's sensors,
   so they feel the base's motion, the torso's and gravity together;
-* **objects** (`objects`): pose and twist of the scene's free bodies, for /sim/objects.
+* **objects** (`objects`): pose and twist of the scene's free bodies, for /sim/objects;
+* **contacts** (`robot_contacts`): what the robot's links touch now (the scene's geoms: the table, an
+  object, a wall), for the simulator's diagnostics.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import mujoco
 import numpy as np
@@ -28,7 +30,7 @@ from numpy.typing import ArrayLike
 from r1_sim import mjcf
 from r1_sim.base_traction import BaseTraction
 
-__all__ = ["MujocoWorld", "ObjectState"]
+__all__ = ["MujocoWorld", "ObjectState", "describe_contacts"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,15 @@ class ObjectState:
     quaternion: Tuple[float, float, float, float]
     linear: Tuple[float, float, float]
     angular: Tuple[float, float, float]
+
+
+def describe_contacts(pairs: Sequence[Tuple[str, str]]) -> str:
+    """`MujocoWorld.robot_contacts` as one line, by what is touched: "green_can (left_arm_link6,
+    left_gripper_link); table (right_arm_link5)"; "" for none."""
+    by_other: Dict[str, List[str]] = {}
+    for link, other in pairs:
+        by_other.setdefault(other, []).append(link)
+    return "; ".join(f"{other} ({', '.join(sorted(links))})" for other, links in sorted(by_other.items()))
 
 
 class MujocoWorld:
@@ -89,6 +100,10 @@ class MujocoWorld:
             if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
                 body = model.body(model.jnt_bodyid[j]).name
                 self._objects.append((body, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
+        # contacts: which geoms are the robot's (mjcf gives them ROBOT_CONTYPE), and each geom's label
+        self._robot_geom = model.geom_contype == mjcf.ROBOT_CONTYPE
+        self._geom_label = [model.body(model.geom_bodyid[g]).name if model.geom_bodyid[g] else
+                            (model.geom(g).name or f"world geom {g}") for g in range(model.ngeom)]
         mujoco.mj_forward(model, self.data)
         # the floor's hold on the base, for the robot's inertia along each base joint at the start pose
         inertia = [float(self.data.qM[model.dof_Madr[dof]]) for dof in self._base_v]
@@ -183,6 +198,20 @@ class MujocoWorld:
         rot = np.empty(9)
         mujoco.mju_quat2Mat(rot, s[qa:qa + 4])
         return rot.reshape(3, 3), s[ga:ga + 3].copy(), s[aa:aa + 3].copy()
+
+    def robot_contacts(self) -> List[Tuple[str, str]]:
+        """What the robot touches after the last step: (robot link, what it touches: a scene body's name,
+        or a world geom's such as the floor or a wall), each pair once, sorted. The chassis has no
+        contacts (it rolls kinematically), so an empty list is a robot touching nothing."""
+        d = self.data
+        pairs = set()
+        for g1, g2 in d.contact.geom[:d.ncon].tolist():
+            robot1, robot2 = self._robot_geom[g1], self._robot_geom[g2]
+            if robot1 and not robot2:
+                pairs.add((self._geom_label[g1], self._geom_label[g2]))
+            elif robot2 and not robot1:
+                pairs.add((self._geom_label[g2], self._geom_label[g1]))
+        return sorted(pairs)
 
     def objects(self) -> List[ObjectState]:
         """The scene's free bodies, in the model's order."""

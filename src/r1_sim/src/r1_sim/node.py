@@ -15,7 +15,8 @@ every node that keeps ROS time slows down with it.
 
 Diagnostics at 1 Hz of wall time (`r1_sim: physics`): the standard loop keys of r1_common.loop_stats
 with one tick per physics step on the wall clock (rate_hz = simulated steps per real second, compute
-= the wall time of one step; no latency), the real-time factor, the slips and the lockstep waits.
+= the wall time of one step; no latency), the real-time factor, the slips and the lockstep waits, and
+what the robot touches (`robot_touches`; also logged when it changes, looked at every 0.5 s).
 """
 from __future__ import annotations
 
@@ -41,10 +42,13 @@ from r1_common.settings import ConfigError
 from r1_sim.bus_server import SimBusServer
 from r1_sim.mjcf import WorldError
 from r1_sim.msg import ObjectStates
+from r1_sim.mujoco_world import describe_contacts
 from r1_sim.robot import SimRobot
 from r1_sim.sim_loop import PhysicsPacer, RequestQueue, by_bus
 from r1_sim.sim_settings import NODE, SimSettings
 from r1_sim.srv import InjectFault, InjectFaultResponse
+
+CONTACTS_PERIOD_S = 0.5       # [s] wall time between looks at what the robot touches
 
 
 def odometry(robot: SimRobot, stamp: rospy.Time) -> Odometry:
@@ -132,6 +136,8 @@ class SimNode:
                                              self.sim_clock)
         self.pacer = PhysicsPacer(self.robot, self.settings, self.sim_clock, now, lockstep)
         self._last_report = [now, self.robot.time]
+        self.touching = ""                            # what the robot touches, as last logged
+        self._contacts_next = now
         self._diagnostics = DiagnosticsPublisher(self.diagnostics, name="r1_sim")   # its thread publishes
 
     def stamp(self) -> rospy.Time:
@@ -156,11 +162,20 @@ class SimNode:
                                        "simulated_time_s": f"{sim_t:.3f}",
                                        "clock": "simulated" if self.sim_clock else "wall", "lagged": p.lagged,
                                        "lockstep_waits": p.lockstep_waits,
+                                       "robot_touches": self.touching or "nothing",
                                        "bad_packets": sum(self.server.bad_packets.values()),
                                        "last_bad_packet": self.server.last_error})
         level = DiagnosticStatus.OK if factor > 0.0 else DiagnosticStatus.WARN
         message = f"simulated time at {factor:.0%} of real time" + ("" if factor > 0.0 else ": physics not stepping")
         return [status("r1_sim: physics", f"r1sim/{self.namespace}", level, message, values)]
+
+    def _note_contacts(self) -> None:
+        """Log what the robot touches when that changes (a link on the table, a gripper on an object):
+        what explains a joint that pushes and does not arrive."""
+        touching = describe_contacts(self.robot.contacts())
+        if touching != self.touching:
+            self.touching = touching
+            rospy.loginfo(f"r1_sim: the robot touches {touching or 'nothing'}")
 
     def run(self) -> None:
         """Serve the buses and step the physics until ROS shuts down, then close the buses."""
@@ -187,6 +202,9 @@ class SimNode:
             for bus, frames in by_bus(robot.board_frames(now)).items():
                 server.broadcast_many(bus, frames)      # an IMU's frames in one packet
             self.requests.serve(robot, self.stamp)
+            if now >= self._contacts_next:
+                self._contacts_next = now + CONTACTS_PERIOD_S
+                self._note_contacts()
             if pacer.truth_due(now):
                 t = self.stamp()
                 positions = robot.joint_positions()

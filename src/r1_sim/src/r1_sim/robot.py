@@ -295,6 +295,10 @@ class SimRobot:
         """The scene's free bodies."""
         return self.world.objects()
 
+    def contacts(self) -> list[tuple[str, str]]:
+        """What the robot's links touch: (link, scene body or world geom) pairs (MujocoWorld.robot_contacts)."""
+        return self.world.robot_contacts()
+
     def joint_positions(self) -> dict[str, float]:
         out = dict(zip(self.body_joints, self.world.positions.tolist()))
         if self.chassis:

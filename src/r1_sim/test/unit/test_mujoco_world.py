@@ -4,11 +4,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 
 from r1_sim import mjcf
-from r1_sim.mujoco_world import MujocoWorld
+from r1_sim.mujoco_world import MujocoWorld, describe_contacts
 
 SRC = Path(__file__).resolve().parents[3]
 URDF = (SRC / "r1_description/urdf/r1_v2_1_0.urdf").read_text()
@@ -170,6 +171,24 @@ def test_the_rooms_objects_rest_on_the_table_and_are_reported() -> None:
         assert o.position[2] > 0.74
         assert np.linalg.norm(o.linear) < 0.01
         assert np.linalg.norm(o.quaternion) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_robot_contacts_name_the_link_and_what_it_touches_not_the_objects_on_the_table() -> None:
+    w = world("room")
+    run(w, 0.2)
+    assert w.robot_contacts() == []          # the objects touch the table, the robot touches nothing
+    m, d = w.model, w.data
+    can = m.joint(m.body("green_can").jntadr[0])
+    d.qpos[can.qposadr[0]:can.qposadr[0] + 3] = d.xpos[m.body("left_arm_link6").id]     # into the hand
+    mujoco.mj_forward(m, d)
+    touching = w.robot_contacts()
+    assert ("left_arm_link6", "green_can") in touching
+    assert {other for _, other in touching} == {"green_can"} and touching == sorted(set(touching))
+    assert describe_contacts(touching).startswith("green_can (left_arm_link")
+    assert describe_contacts([("b", "table"), ("a", "table"), ("c", "floor")]) == "floor (c); table (a, b)"
+    d.qpos[can.qposadr[0]:can.qposadr[0] + 3] = (5.0, 5.0, 0.2)     # away, on the floor
+    mujoco.mj_forward(m, d)
+    assert w.robot_contacts() == [] and describe_contacts([]) == ""
 
 
 def test_the_empty_world_has_no_objects() -> None:
