@@ -8,6 +8,7 @@ import unittest
 
 import rospy
 import rostest
+from diagnostic_msgs.msg import DiagnosticArray
 
 from mobiman.demo.scripted import Demo, DemoConfig, table
 
@@ -15,6 +16,13 @@ from mobiman.demo.scripted import Demo, DemoConfig, table
 class PickSimTest(unittest.TestCase):
     def test_pick_lift_place(self):
         rospy.init_node("test_pick_sim", anonymous=True)
+        touches = set()           # what the simulator said the robot touches, over the run
+
+        def on_diagnostics(msg: DiagnosticArray) -> None:
+            for st in msg.status:
+                if st.name == "r1_sim: physics":
+                    touches.update(kv.value for kv in st.values if kv.key == "robot_touches")
+        rospy.Subscriber("/diagnostics", DiagnosticArray, on_diagnostics, queue_size=20)
         cfg = DemoConfig(wall_timeout=600, pick=True, skip=("drive", "torso", "grippers"))   # reach, then pick
         outcomes = Demo(cfg, log=rospy.loginfo).run()
         rospy.loginfo("outcomes:\n" + table(outcomes))
@@ -27,6 +35,10 @@ class PickSimTest(unittest.TestCase):
         placed = picked["object placed (xy off the target)"]
         self.assertEqual((placed.expected, placed.tolerance), (0.0, 0.03))
         self.assertLessEqual(placed.measured, placed.tolerance, table([placed]))
+        # the simulator's diagnostics named the grasp: the can in the right gripper's fingers
+        self.assertIn("nothing", touches)
+        self.assertTrue(any(t.startswith("green_can (") and "right_gripper_finger_link" in t for t in touches),
+                        touches)
 
 
 if __name__ == "__main__":
