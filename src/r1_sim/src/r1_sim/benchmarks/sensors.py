@@ -155,8 +155,9 @@ def markdown(result: dict, compared: Optional[str] = None) -> str:
              "Start pose of `sim.yaml`, robot at the origin of the `room` scene; median of "
              f"{result['repeats']['default']} (default sizes) / {result['repeats']['vendor']} (vendor sizes) renders "
              "(lidar: 4x as many scans). `render` = `mujoco`: RGB and depth from one offscreen pass "
-             "(`r1_sim.offscreen.OffscreenCamera`, no multisampling) / one `mj_multiRay` call a scan for the lidar "
-             "(on the model without bounding volumes: `SensorRig.cast_rays`)"
+             "(`r1_sim.offscreen.OffscreenCamera`, no multisampling) / for the lidar `mj_multiRay` "
+             "on the model without bounding volumes, one call per azimuth sector of a scan with the geoms none of "
+             "its beams can reach left out (`SensorRig.cast_rays`)"
              + ("; `raycast`: the numpy ray caster it replaced (one cast for both, + shading)" if "raycast" in renderers
                 else "") + "; `encode` = JPEG (+ depth image) or the cloud's bytes.", ""]
     if len(renderers) > 1:
