@@ -38,14 +38,14 @@ from r1_sim.offscreen import OffscreenCamera, gl_backend
 from r1_sim.sensor_settings import NODE, CameraSettings, LidarSettings, SensorsSettings
 
 __all__ = ["ConfigError", "CameraSpec", "LidarSpec", "ObjectPose", "SensorConfig", "SensorRig", "VENDOR_CAMERAS",
-           "sector_cover",
            "VENDOR_LIDAR", "VendorCamera", "VendorLidar", "ROBOT_REFLECTIVITY", "DEFAULT_REFLECTIVITY",
-           "parse_sensor_config", "scene_xml", "sensor_config", "vfov_deg"]
+           "parse_sensor_config", "ray_sectors", "scene_xml", "sector_cover", "sensor_config", "vfov_deg"]
 
 ROBOT_REFLECTIVITY = 60.0     # Livox scale: the robot's surfaces (the ray caster's value; the URDF has none)
 DEFAULT_REFLECTIVITY = 60.0   # a scene geom whose `user` value is 0 or missing
 RAY_SECTORS = 16             # azimuth sectors `cast_rays` culls the geoms by (one mj_multiRay call each)
 RAY_SECTOR_MIN_RAYS = 1000   # fewer rays than this: one call, no culling (about as fast: measured 500-1,000)
+_GROUP_0_ONLY = np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8)   # mj_multiRay's geomgroup: culled geoms are in 1
 NEAR_CLIP_M = 0.005           # [m] the renderers' near plane (nearer surfaces are not drawn)
 FAR_CLIP_M = 100.0            # [m] their far plane: beyond the farthest valid depth of any camera
 ObjectPose = Tuple[Sequence[float], Sequence[float]]   # position (x, y, z) [m], quaternion (w, x, y, z)
@@ -187,11 +187,17 @@ def scene_xml(scene: str) -> str:
         raise ConfigError("scene", str(e)) from e
 
 
+def ray_sectors(directions: np.ndarray, sectors: int) -> np.ndarray:
+    """The azimuth sector (0 .. sectors - 1) of each of the (N, 3) `directions`: sector k holds the
+    azimuths [-pi + k w, -pi + (k + 1) w), w = 2 pi / sectors (a vertical direction's azimuth is 0)."""
+    width = 2.0 * math.pi / sectors
+    return np.minimum(((np.arctan2(directions[:, 1], directions[:, 0]) + math.pi) / width).astype(int), sectors - 1)
+
+
 def sector_cover(origin: np.ndarray, centres: np.ndarray, radii: np.ndarray, cullable: np.ndarray,
                  sectors: int) -> np.ndarray:
-    """(sectors, G) bool: which geoms a ray from `origin` whose azimuth lies in each sector may hit.
-
-    Sector k holds the azimuths [-pi + k w, -pi + (k + 1) w), w = 2 pi / sectors. A geom is the sphere
+    """(sectors, G) bool: which geoms a ray from `origin` whose azimuth lies in each sector (`ray_sectors`)
+    may hit, w = 2 pi / sectors wide. A geom is the sphere
     of radius `radii` [m] around `centres` (G, 3) (MuJoCo's geom_rbound around geom_xpos). A ray that
     hits it passes, seen from above, within that radius of the centre, so its azimuth is within
     asin(r / rho) of the centre's, rho the horizontal distance: the geom is in the sectors that
@@ -392,8 +398,8 @@ class SensorRig:
         origin = np.asarray(origin, dtype=float)
         vec = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
         n = len(vec)
-        geomid = np.full(n, -1, dtype=np.int32)
-        dist = np.full(n, -1.0)
+        geomid = np.empty(n, dtype=np.int32)
+        dist = np.empty(n)
         # mj_multiRay on the rig's model without bounding volumes (`_ray_model`): MuJoCo 3.2.3's
         # mj_multiRay culls a geom by the angles its bounding box's corners span from the origin, which
         # misses large geoms near it (the floor under the lidar, the walls, the table: 9 % of a scan in
@@ -407,21 +413,18 @@ class SensorRig:
             mujoco.mj_multiRay(model, self.data, origin, vec.reshape(-1), None, 1, exclude_body, geomid, dist, n,
                                mujoco.mjMAXVAL)
             return dist, geomid
-        width = 2.0 * math.pi / RAY_SECTORS
-        sector = np.minimum(((np.arctan2(vec[:, 1], vec[:, 0]) + math.pi) / width).astype(int), RAY_SECTORS - 1)
+        sector = ray_sectors(vec, RAY_SECTORS)
         order = np.argsort(sector, kind="stable")
         ends = np.cumsum(np.bincount(sector, minlength=RAY_SECTORS))
         cover = sector_cover(origin, self.data.geom_xpos, model.geom_rbound, self._ray_cullable, RAY_SECTORS)
         sorted_vec = vec[order]
-        hit = np.empty(n, dtype=np.int32)
-        far = np.empty(n)
-        only_group0 = np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8)
+        hit, far = np.empty_like(geomid), np.empty_like(dist)        # in sector order
         start = 0
         try:
             for k, end in enumerate(ends.tolist()):
                 if end > start:
                     model.geom_group[:] = ~cover[k]         # culled: group 1, which this call leaves out
-                    mujoco.mj_multiRay(model, self.data, origin, sorted_vec[start:end].reshape(-1), only_group0,
+                    mujoco.mj_multiRay(model, self.data, origin, sorted_vec[start:end].reshape(-1), _GROUP_0_ONLY,
                                        1, exclude_body, hit[start:end], far[start:end], end - start,
                                        mujoco.mjMAXVAL)
                 start = end

@@ -24,6 +24,7 @@ from r1_sim.sensor_rig import (
     ConfigError,
     SensorRig,
     parse_sensor_config,
+    ray_sectors,
     scene_xml,
     sector_cover,
     vfov_deg,
@@ -246,8 +247,7 @@ def test_a_sector_holds_every_geom_one_of_its_rays_can_hit():
     cover = sector_cover(origin, centres, radii, cullable, sectors)
     rays = rng.normal(size=(20000, 3))
     rays /= np.linalg.norm(rays, axis=1, keepdims=True)
-    sector = np.minimum(((np.arctan2(rays[:, 1], rays[:, 0]) + math.pi) / (2 * math.pi / sectors)).astype(int),
-                        sectors - 1)
+    sector = ray_sectors(rays, sectors)
     t = np.clip((centres - origin) @ rays.T, 0.0, None)                       # (G, N): nearest point on each ray
     miss = np.linalg.norm(origin[None, None, :] + t[:, :, None] * rays[None] - centres[:, None, :], axis=2)
     hits = miss <= radii[:, None]
