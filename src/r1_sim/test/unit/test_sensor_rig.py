@@ -9,6 +9,7 @@ conversion or joint mapping shows up.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import mujoco
@@ -233,6 +234,19 @@ def test_cast_rays_is_mj_ray_bit_for_bit_wherever_the_robot_stands(rig):
             d = mujoco.mj_ray(rig.model, rig.data, pos, vec[k], None, 1, rig._lidar_body, one[0])
             assert (dist[k], geom[k]) == (d, one[0, 0]), (base, k)
         assert (geom >= 0).all()
+
+
+def test_cast_rays_says_minus_one_where_nothing_is_hit_in_one_call_or_by_sectors(urdf):
+    cfg = parse_sensor_config(yaml.safe_load((PKG / "config" / "sensors.yaml").read_text()))
+    with SensorRig(urdf, scene_xml("empty"), replace(cfg, cameras={})) as rig:     # a floor and the sky
+        rig.set_state(START, (0.0, 0.0, 0.0))
+        for n in (10, 5000):
+            up = np.random.default_rng(n).normal(0.0, 0.05, (n, 3)) + [0.0, 0.0, 1.0]
+            up /= np.linalg.norm(up, axis=1, keepdims=True)
+            down = -up
+            dist, geom = rig.cast_rays(np.array([4.0, 4.0, 1.0]), np.vstack([up, down]))
+            assert (geom[:n] == -1).all() and (dist[:n] == -1.0).all(), n
+            assert (geom[n:] == 0).all() and np.allclose(dist[n:], 1.0 / -down[:, 2]), n    # the floor plane
 
 
 def test_a_sector_holds_every_geom_one_of_its_rays_can_hit():
