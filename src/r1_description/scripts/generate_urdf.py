@@ -7,6 +7,9 @@ file lacks is added here and documented in docs/description.md:
 
 * realistic speed limits (arms {3,3,3,5,5,5} rad/s, torso 1.5 rad/s; the
   vendor's 20.9/7.5/25.1 rad/s are placeholders),
+* the torso joints' effort at what their motors give at peak, 200 N·m (the R1 hardware
+  guide: 100 N·m rated, 200 N·m max; the vendor file's 100 is the rated figure, where
+  every arm joint's effort is its motor's peak),
 * simple collision primitives (cylinders read as capsules by the self-collision
   check, boxes) instead of meshes,
 * frames for the chassis and torso IMUs, the chassis lidar, the five chassis
@@ -31,6 +34,11 @@ SPEED_OVERRIDE = {
     **{f"{s}_arm_joint{i}": v for s in ("left", "right") for i, v in zip(range(1, 7), (3, 3, 3, 5, 5, 5))},
     **{f"torso_joint{i}": 1.5 for i in range(1, 5)},
 }
+# The torque the motors give at peak [N·m], where the vendor file states another figure: the torso's
+# 100 N·m is its motors' rated torque (the R1 hardware guide: 100 rated, 200 max), the arms' 40/27/7 their
+# motors' peak. `effort` is the most a command may ask for (HDAS's clamp, the controllers' feed-forward):
+# the peak, for as long as the motor's thermal protection allows (docs/description.md).
+EFFORT_OVERRIDE = {f"torso_joint{i}": 200.0 for i in range(1, 5)}
 WHEEL_RADIUS = 0.070      # from the wheel mesh (facts §3); the URDF itself does not state it
 WHEEL_WIDTH = 0.047
 FLOOR_Z = -0.0415         # wheel axle z 0.0285 minus the radius
@@ -157,8 +165,9 @@ def joint_xml(j: dict) -> str:
         out += f'    <limit effort="{f(WHEEL_EFFORT)}" velocity="{f(WHEEL_SPEED)}"/>\n'
     elif lim:
         vel = SPEED_OVERRIDE.get(j["name"], lim["velocity"])
+        effort = EFFORT_OVERRIDE.get(j["name"], lim["effort"])
         out += (f'    <limit lower="{f(lim["lower"])}" upper="{f(lim["upper"])}" '
-                f'effort="{f(lim["effort"])}" velocity="{f(vel)}"/>\n')
+                f'effort="{f(effort)}" velocity="{f(vel)}"/>\n')
     return out + "  </joint>\n"
 
 
