@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from r1_can.damiao import MOTOR_PRESETS, MotorLimits
+from r1_can.damiao import MOTOR_PRESETS, MOTOR_TORQUES, MotorLimits, MotorTorque
 from r1_common.settings import ConfigError
 
 __all__ = ["BOARD_KINDS", "FRAME_BITS", "GROUP_KINDS", "LAYOUT_KEYS", "BoardSpec", "BusSpec", "ConfigError",
@@ -36,6 +36,11 @@ class MotorSpec:
     model: str
     limits: MotorLimits
     metres_per_rad: float = 1.0   # joint units per motor radian (grippers: finger travel)
+
+    @property
+    def torque(self) -> MotorTorque:
+        """The model's rated and peak torque [N·m at the motor's shaft] (damiao.MOTOR_TORQUES)."""
+        return MOTOR_TORQUES[self.model]
 
 
 @dataclass(frozen=True)

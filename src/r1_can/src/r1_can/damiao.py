@@ -50,6 +50,37 @@ MOTOR_PRESETS: dict[str, MotorLimits] = {
 }
 
 
+@dataclass(frozen=True)
+class MotorTorque:
+    """What a motor gives at its output shaft: `rated` N·m held for good (its continuous rating),
+    `peak` N·m for a short while (its thermal protection ends it). TMAX is neither: it is only the
+    range the frames map torque onto (`MotorLimits`)."""
+
+    rated: float
+    peak: float
+
+
+# Rated and peak torque per model, the same keys as MOTOR_PRESETS (docs/protocol.md has the table and
+# its sources). Damiao's manuals and selection table, for the variants the R1's figures match: the
+# DM-J4310-2EC V1.1 (V1.2: 3.5/12.5), the DM-J4340(P)-2EC V1.0 (V1.1: 12/40), the DM-J8009(P)-2EC,
+# the DM-J8006-2EC V1.1; the A1 arm's rated torques (20, 20, 9, 3, 3, 3) and the URDF's arm efforts
+# (40, 40, 27, 7, 7, 7) are these ratings and peaks.
+MOTOR_TORQUES: dict[str, MotorTorque] = {
+    "DM4310": MotorTorque(3.0, 7.0),
+    "DM4310_48V": MotorTorque(3.0, 7.0),
+    "DM4340": MotorTorque(9.0, 27.0),
+    "DM4340_48V": MotorTorque(9.0, 27.0),
+    "DM6006": MotorTorque(4.0, 11.0),
+    "DM8006": MotorTorque(8.0, 20.0),
+    "DM8009": MotorTorque(20.0, 40.0),
+    "DM10010L": MotorTorque(40.0, 120.0),
+    # The R1's torso motor as Galaxea rates it (R1 hardware guide: 100 rated, 200 max). Damiao rates
+    # its DM-J10010-2EC 40/150 (the DM-J10010L 40/120): the layout names DM10010 for the 200 N·m TMAX
+    # range the torso's figures fit, not for a rating Damiao publishes.
+    "DM10010": MotorTorque(100.0, 200.0),
+}
+
+
 class ControlMode(IntEnum):
     """Register CTRL_MODE values; each mode listens on its own id offset."""
 

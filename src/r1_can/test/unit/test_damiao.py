@@ -10,8 +10,10 @@ import pytest
 from r1_can import damiao
 from r1_can.damiao import (
     MOTOR_PRESETS,
+    MOTOR_TORQUES,
     ControlMode,
     MotorLimits,
+    MotorTorque,
     Register,
     RegisterCommand,
     Status,
@@ -148,6 +150,22 @@ def test_presets_match_protocol_table() -> None:
     assert MOTOR_PRESETS["DM8009"] == MotorLimits(12.5, 45, 54)
     assert MOTOR_PRESETS["DM10010"] == MotorLimits(12.5, 20, 200)
     assert MOTOR_PRESETS["DM4340"].vmax == 10   # the register value of current firmware, not DM_CAN's 8
+
+
+def test_rated_and_peak_torques_match_the_protocol_table() -> None:
+    """docs/protocol.md's table: Damiao's manuals, and the R1 hardware guide for the torso's DM10010."""
+    assert {m: (t.rated, t.peak) for m, t in MOTOR_TORQUES.items()} == {
+        "DM4310": (3, 7), "DM4310_48V": (3, 7), "DM4340": (9, 27), "DM4340_48V": (9, 27), "DM6006": (4, 11),
+        "DM8006": (8, 20), "DM8009": (20, 40), "DM10010L": (40, 120), "DM10010": (100, 200)}
+
+
+def test_every_model_has_a_rating_its_frames_can_carry() -> None:
+    assert set(MOTOR_TORQUES) == set(MOTOR_PRESETS)
+    for model, t in MOTOR_TORQUES.items():
+        assert 0 < t.rated < t.peak <= MOTOR_PRESETS[model].tmax, model     # TMAX maps the peak
+    with pytest.raises(AttributeError):
+        MOTOR_TORQUES["DM4310"].peak = 10.0                                    # type: ignore[misc]
+    assert MotorTorque(3.0, 7.0) == MOTOR_TORQUES["DM4310"]
 
 
 def test_feedback_codes_are_float_to_uint_bit_for_bit() -> None:

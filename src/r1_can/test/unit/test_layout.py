@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from r1_can.config import LAYOUT_KEYS, layout_of, parse_config
+from r1_can.damiao import MOTOR_TORQUES, MotorTorque
 from r1_common.settings import ConfigError
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -27,6 +28,14 @@ def test_the_shipped_layout_parses_and_has_only_layout_keys(buses: str) -> None:
     cfg = parse_config(d)
     assert set(cfg.buses) == set(cfg.groups) == {"left_arm", "right_arm", "torso", "chassis"}
     assert cfg.buses["left_arm"].rate_hz in (100, 500)
+
+
+def test_each_motor_has_its_models_rated_and_peak_torque() -> None:
+    cfg = parse_config(layout())
+    motors = {m.joint: m for g in cfg.groups.values() for m in g.motors}
+    assert all(m.torque == MOTOR_TORQUES[m.model] for m in motors.values())
+    assert motors["torso_joint2"].torque == MotorTorque(100.0, 200.0)      # the R1 hardware guide's
+    assert motors["left_arm_joint1"].torque == MotorTorque(20.0, 40.0)
 
 
 def test_other_keys_of_a_namespace_are_not_the_layouts() -> None:
