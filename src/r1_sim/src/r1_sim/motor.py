@@ -7,25 +7,35 @@ it accepts, on its MST_ID) and produces the torque the physics applies:
   MIT  tau = kp (p_des - p) + kd (v_des - v) + t_ff,
   FORCE_POS / POS_VEL: position P loop (KP_APR) into a speed PI loop (KP_ASR, KI_ASR)
   with the frame's speed limit and torque-limit ratio, VEL: the speed PI loop;
-  every output saturates at TMAX;
+  every output saturates at the motor's peak torque (or at TMAX, should a register write make
+  that the smaller);
 * command frames on another mode's id are ignored (no reply), as the firmware;
 * special frames: enable, disable, set zero (only while disabled), clear error;
 * registers: read/write through 0x7FF (CTRL_MODE only while disabled), status request;
 * watchdog: enabled and silent longer than TIMEOUT (register 9, 50 µs units) -> COMM_LOST;
 * faults latch a status (8..E) and cut the torque until cleared; over-temperature
   and under-voltage re-latch while their cause is present;
-* a first-order thermal model of the winding and the MOS stage.
+* a first-order thermal model of the winding and of the MOS stage, each heated by the torque
+  squared: the winding calibrated to the motor's rated torque (held for good it settles
+  WINDING_RISE_AT_RATED_C above ambient, below the trip), the MOS stage to its peak (sized for the
+  peak current, it settles below its own trip even at the peak held for good). Held at the peak,
+  the winding trips after -WINDING_TIME_CONSTANT_S * ln(1 - trip rise / (rise at rated * (peak /
+  rated)^2)): 20 s at peak = 3 rated, 52 s at peak = 2 rated (`winding_trip_time`).
 """
 from __future__ import annotations
 
 import math
 
 from r1_can import damiao
-from r1_can.damiao import ControlMode, MotorLimits, Register, RegisterCommand, Status
+from r1_can.damiao import ControlMode, MotorLimits, MotorTorque, Register, RegisterCommand, Status
 
 AMBIENT_C = 30.0
-MOS_LIMIT_C = 110.0
-ROTOR_LIMIT_C = 120.0
+MOS_LIMIT_C = 120.0       # Damiao's driver over-temperature protection
+ROTOR_LIMIT_C = 100.0     # Damiao's recommended ceiling for the winding's protection (register OT_VALUE)
+WINDING_RISE_AT_RATED_C = 50.0    # [°C] above ambient, the rated torque held for good
+WINDING_TIME_CONSTANT_S = 120.0
+MOS_RISE_AT_PEAK_C = 70.0         # [°C] above ambient, the peak torque held for good
+MOS_TIME_CONSTANT_S = 60.0
 TIMEOUT_UNIT_S = 50e-6
 # register ids as plain ints: the per-step laws look them up ~50,000 times a second
 _TIMEOUT, _KP_APR, _KP_ASR, _KI_ASR = (int(r) for r in (Register.TIMEOUT, Register.KP_APR, Register.KP_ASR,
@@ -34,13 +44,25 @@ FAULTS = ("none", "no_reply", "over_temperature", "over_current", "under_voltage
 
 
 class SimMotor:
-    """One simulated motor; `handle` takes frames, `torque` gives its output at a joint state."""
+    """One simulated motor; `handle` takes frames, `torque` gives its output at a joint state.
+
+    `torque` is the model's rated and peak torque [N·m] (damiao.MOTOR_TORQUES; the layout's
+    `MotorSpec.torque`); None: a peak at TMAX and a rating of half that. Raises ValueError unless
+    0 < rated <= peak."""
 
     def __init__(self, esc_id: int, mst_id: int, limits: MotorLimits, timeout: int = 0,
                  kp_apr: float = 20.0, kp_asr: float = 5.0, ki_asr: float | None = None,
-                 mode: ControlMode = ControlMode.MIT):
+                 mode: ControlMode = ControlMode.MIT, torque: MotorTorque | None = None):
         self.esc_id, self.mst_id = esc_id, mst_id
         self.limits = limits
+        if torque is None:
+            torque = MotorTorque(0.5 * limits.tmax, limits.tmax)
+        if not 0.0 < torque.rated <= torque.peak:
+            raise ValueError(f"need 0 < rated <= peak torque, got {torque}")
+        self.rating = torque
+        # the thermal model's per-step constants: °C/s per (N·m)² and 1/s
+        self._winding_gain = WINDING_RISE_AT_RATED_C / (WINDING_TIME_CONSTANT_S * torque.rated ** 2)
+        self._mos_gain = MOS_RISE_AT_PEAK_C / (MOS_TIME_CONSTANT_S * torque.peak ** 2)
         self.mode = ControlMode(mode)
         self.enabled = False
         self.error: Status | None = None
@@ -171,11 +193,10 @@ class SimMotor:
         Runs for every motor at every physics step: kept to plain attribute arithmetic."""
         self.position, self.velocity = float(position), float(velocity)
         if dt > 0.0:
-            # I²R heating, first order: about +60 °C (winding) / +40 °C (MOS) at a third of TMAX
-            # held for good; at TMAX the winding trips after about 40 s.
-            load = (self.last_torque / self.limits.tmax) ** 2
-            self.t_rotor += dt * (2.2 * load - (self.t_rotor - AMBIENT_C) / 300.0)
-            self.t_mos += dt * (4.4 * load - (self.t_mos - AMBIENT_C) / 100.0)
+            # I²R heating, first order (the module docstring has the calibration)
+            t2 = self.last_torque * self.last_torque
+            self.t_rotor += dt * (self._winding_gain * t2 - (self.t_rotor - AMBIENT_C) / WINDING_TIME_CONSTANT_S)
+            self.t_mos += dt * (self._mos_gain * t2 - (self.t_mos - AMBIENT_C) / MOS_TIME_CONSTANT_S)
         if self.error is not None:
             return
         if self.enabled:
@@ -210,19 +231,23 @@ class SimMotor:
         self._last_step = now
         p = position - self.zero_offset
         tmax = self.limits.tmax
+        limit = self.rating.peak            # what the motor gives, or TMAX if that is smaller
+        if tmax < limit:
+            limit = tmax
         mode = self.mode
         if mode == ControlMode.MIT:
             p_des, v_des, kp, kd, t_ff = self._target
             tau = kp * (p_des - p) + kd * (v_des - velocity) + t_ff
         elif mode == ControlMode.VEL:
-            tau = self._speed_loop(self._target[0], velocity, tmax, dt)
+            tau = self._speed_loop(self._target[0], velocity, limit, dt)
         else:
             p_des, v_limit, ratio = self._target
             v_ref = float(self.registers[_KP_APR]) * (p_des - p)
             v_ref = max(-v_limit, min(v_limit, v_ref))
-            tmax = ratio * tmax
-            tau = self._speed_loop(v_ref, velocity, tmax, dt)
-        tau = max(-tmax, min(tmax, tau))
+            if ratio * tmax < limit:        # the frame's torque limit is a ratio of TMAX
+                limit = ratio * tmax
+            tau = self._speed_loop(v_ref, velocity, limit, dt)
+        tau = max(-limit, min(limit, tau))
         self.last_torque = tau
         return tau
 
@@ -255,3 +280,13 @@ class SimMotor:
         elif fault == "none":
             self.t_rotor = min(self.t_rotor, AMBIENT_C + 20.0)
             self.t_mos = min(self.t_mos, AMBIENT_C + 20.0)
+
+
+def winding_trip_time(torque: float, rating: MotorTorque) -> float:
+    """Seconds the winding of a motor rated `rating`, starting at ambient, takes to trip holding
+    `torque` [N·m] (the thermal model's closed form); math.inf when it settles below the trip."""
+    final_rise = WINDING_RISE_AT_RATED_C * (torque / rating.rated) ** 2
+    trip_rise = ROTOR_LIMIT_C - AMBIENT_C
+    if final_rise <= trip_rise:
+        return math.inf
+    return -WINDING_TIME_CONSTANT_S * math.log(1.0 - trip_rise / final_rise)

@@ -88,7 +88,7 @@ class SimRobot:
                     kind, index = "body", body_joints.index(spec.joint)
                     gains = s.motor_loop(group.kind)
                 motor = SimMotor(spec.esc_id, spec.mst_id, spec.limits, timeout=timeout_units,
-                                 kp_apr=gains.kp_apr, kp_asr=gains.kp_asr, ki_asr=gains.ki_asr)
+                                 kp_apr=gains.kp_apr, kp_asr=gains.kp_asr, ki_asr=gains.ki_asr, torque=spec.torque)
                 slot = Slot(group.bus, group.name, spec, motor, kind, index)
                 if kind == "gripper":
                     slot.index2 = body_joints.index(spec.joint.replace("joint1", "joint2"))   # tied in the world

@@ -1,15 +1,17 @@
 """Simulated Damiao motor: states, control laws, registers, watchdog, faults, all through real frames."""
 from __future__ import annotations
 
+import math
 import struct
 
 import pytest
 
 from r1_can import damiao
-from r1_can.damiao import ControlMode, Register, RegisterCommand, Status
-from r1_sim.motor import SimMotor
+from r1_can.damiao import MOTOR_PRESETS, MOTOR_TORQUES, ControlMode, MotorTorque, Register, RegisterCommand, Status
+from r1_sim.motor import AMBIENT_C, ROTOR_LIMIT_C, WINDING_RISE_AT_RATED_C, SimMotor, winding_trip_time
 
 LIM = damiao.MOTOR_PRESETS["DM4310"]
+RATING = MOTOR_TORQUES["DM4310"]
 ESC, MST = 0x03, 0x13
 
 
@@ -18,7 +20,7 @@ def status(reply: bytes) -> int:
 
 
 def make(timeout_s: float = 0.0) -> SimMotor:
-    m = SimMotor(ESC, MST, LIM, timeout=int(round(timeout_s / 50e-6)), kp_apr=20.0, kp_asr=2.0)
+    m = SimMotor(ESC, MST, LIM, timeout=int(round(timeout_s / 50e-6)), kp_apr=20.0, kp_asr=2.0, torque=RATING)
     m.set_state(0.5, 0.0, 0.0)
     return m
 
@@ -41,7 +43,8 @@ def test_mit_law_and_saturation() -> None:
     assert m.torque(0.5, 0.2, 0.001) == pytest.approx(c.kp * (c.p - 0.5) + c.kd * (c.v - 0.2) + c.tau)
     assert c.kp * (c.p - 0.5) + c.kd * (c.v - 0.2) + c.tau == pytest.approx(2.9, abs=0.1)
     m.handle(ESC, damiao.encode_mit(5.0, 0.0, 100.0, 0.0, 0.0, LIM), 0.0)
-    assert m.torque(0.5, 0.0, 0.002) == pytest.approx(LIM.tmax)   # TMAX saturation
+    assert m.torque(0.5, 0.0, 0.002) == RATING.peak            # saturation at the peak torque, below TMAX
+    assert RATING.peak < LIM.tmax
 
 
 def test_other_modes_id_is_ignored_until_mode_switch() -> None:
@@ -135,19 +138,90 @@ def test_no_reply_fault_silences_the_motor() -> None:
         m.inject("gremlins")
 
 
-def test_sustained_peak_torque_overheats() -> None:
-    m = make()
+@pytest.mark.parametrize("model", sorted(MOTOR_TORQUES))
+def test_every_mode_saturates_at_the_models_peak_torque(model: str) -> None:
+    lim, rating = MOTOR_PRESETS[model], MOTOR_TORQUES[model]
+    m = SimMotor(ESC, MST, lim, torque=rating)
+    m.set_state(0.0, 0.0, 0.0)
     m.handle(ESC, damiao.ENABLE, 0.0)
-    m.handle(ESC, damiao.encode_mit(0.0, 0.0, 0.0, 0.0, LIM.tmax, LIM), 0.0)
+    for sign in (1.0, -1.0):
+        m.handle(ESC, damiao.encode_mit(0.0, 0.0, 0.0, 0.0, sign * lim.tmax, lim), 0.0)
+        assert m.torque(0.0, 0.0, 0.001) == sign * rating.peak
+    m.handle(ESC, damiao.DISABLE, 0.0)
+    m.handle(damiao.REGISTER_ID, damiao.encode_register_write(ESC, Register.CTRL_MODE, 4), 0.0)
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.handle(damiao.command_id(ESC, ControlMode.FORCE_POS), damiao.encode_force_pos(5.0, 10.0, 1.0), 0.0)
+    for k in range(3000):             # stalled far from the target: the speed loop winds up to the peak
+        t = m.torque(0.0, 0.0, 0.002 + k * 1e-3)
+    assert t == pytest.approx(rating.peak)
+
+
+def test_a_smaller_tmax_written_to_the_motor_caps_its_output() -> None:
+    m = make()
+    m.handle(damiao.REGISTER_ID, damiao.encode_register_write(ESC, Register.TMAX, 5.0), 0.0)
+    small = damiao.MotorLimits(LIM.pmax, LIM.vmax, 5.0)
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.handle(ESC, damiao.encode_mit(0.0, 0.0, 0.0, 0.0, 5.0, small), 0.0)
+    assert m.torque(0.5, 0.0, 0.001) == 5.0 < RATING.peak
+
+
+def test_without_a_rating_the_peak_is_tmax() -> None:
+    m = SimMotor(ESC, MST, LIM)
+    assert m.rating == MotorTorque(0.5 * LIM.tmax, LIM.tmax)
+    with pytest.raises(ValueError):
+        SimMotor(ESC, MST, LIM, torque=MotorTorque(8.0, 7.0))
+
+
+def hold(model: str, torque: float, seconds: float, dt: float = 0.05) -> tuple[SimMotor, float]:
+    """A motor of `model` holding `torque` [N·m] at a standstill for up to `seconds` of simulated time,
+    stepped as the simulator does; (the motor, the time its winding tripped or `seconds`)."""
+    lim = MOTOR_PRESETS[model]
+    m = SimMotor(ESC, MST, lim, torque=MOTOR_TORQUES[model])
+    m.set_state(0.0, 0.0, 0.0)
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    frame = damiao.encode_mit(0.0, 0.0, 0.0, 0.0, torque, lim)
     t = 0.0
-    while m.error is None and t < 300.0:
-        m.torque(0.5, 0.0, t)
-        t += 0.01
-        m.handle(ESC, damiao.encode_mit(0.0, 0.0, 0.0, 0.0, LIM.tmax, LIM), t)
-        m.set_state(0.5, 0.0, t, 0.01)
-    assert m.error in (Status.MOS_OVER_TEMP, Status.ROTOR_OVER_TEMP)
-    assert 5.0 < t < 120.0
-    assert damiao.decode_feedback(m.feedback(), LIM).t_mos > 100
+    while t < seconds:
+        m.handle(ESC, frame, t)
+        m.torque(0.0, 0.0, t)
+        t += dt
+        m.set_state(0.0, 0.0, t, dt)
+        if m.error is not None:
+            break
+    return m, t
+
+
+@pytest.mark.parametrize("model", sorted(MOTOR_TORQUES))
+def test_the_rated_torque_held_for_half_an_hour_stays_below_the_trip(model: str) -> None:
+    m, t = hold(model, MOTOR_TORQUES[model].rated, 1800.0)
+    assert m.error is None and t >= 1800.0
+    assert m.t_rotor == pytest.approx(AMBIENT_C + WINDING_RISE_AT_RATED_C, abs=0.5)   # settled
+    assert m.t_rotor < ROTOR_LIMIT_C - 15.0
+
+
+def test_the_crouched_torso_holds_for_good() -> None:
+    """The crouched torso holds ~71 N·m at torso_joint2 for as long as the user wants."""
+    m, t = hold("DM10010", 71.0, 3600.0, dt=0.1)
+    assert m.error is None and m.t_rotor < AMBIENT_C + 30.0
+
+
+@pytest.mark.parametrize("model", sorted(MOTOR_TORQUES))
+def test_the_peak_held_trips_the_winding_after_tens_of_seconds(model: str) -> None:
+    rating = MOTOR_TORQUES[model]
+    expected = winding_trip_time(rating.peak, rating)
+    assert 15.0 < expected < 60.0
+    m, t = hold(model, MOTOR_TORQUES[model].peak, 120.0, dt=0.01)
+    assert m.error == Status.ROTOR_OVER_TEMP
+    assert t == pytest.approx(expected, rel=0.02)
+    assert damiao.decode_feedback(m.feedback(), MOTOR_PRESETS[model]).t_rotor >= ROTOR_LIMIT_C
+    assert status(m.handle(ESC, damiao.CLEAR_ERROR, t)) == Status.ROTOR_OVER_TEMP    # hot: it re-latches
+    assert m.torque(0.0, 0.0, t) == 0.0
+
+
+def test_the_trip_time_closed_form() -> None:
+    assert winding_trip_time(RATING.rated, RATING) == math.inf
+    assert winding_trip_time(0.0, RATING) == math.inf
+    assert winding_trip_time(2 * RATING.peak, RATING) < winding_trip_time(RATING.peak, RATING)
 
 
 def test_non_finite_register_writes_are_not_stored() -> None:
