@@ -46,6 +46,15 @@ STATUS_CONDITION = {
 }
 
 
+# The conditions of a motor that is not producing its commanded torque: switched off, never heard or
+# silent, or faulted (a faulted Damiao motor drops its output until its error is cleared). A controller
+# re-plans from the measured position only for joints in one of these (mobiman.control.setpoint).
+UNPOWERED = frozenset({
+    Condition.DISABLED, Condition.DISCONNECTED, Condition.RECEIVE_TIMEOUT, Condition.OVER_VOLTAGE,
+    Condition.UNDER_VOLTAGE, Condition.OVER_CURRENT, Condition.MOS_OVER_TEMP, Condition.ROTOR_OVER_TEMP,
+    Condition.COMM_LOST, Condition.OVERLOAD})
+
+
 class ErrorTable:
     """A board's bit names and which bit each condition sets."""
 
@@ -61,6 +70,11 @@ class ErrorTable:
 
     def describe(self, code: int) -> list[str]:
         return [name for i, name in enumerate(self.names) if code >> i & 1]
+
+    @property
+    def unpowered_mask(self) -> int:
+        """The bits of an error code that say the motor is not producing its torque (UNPOWERED)."""
+        return self.code(c for c in UNPOWERED if c in self.bits)
 
 
 ARM_TABLE = ErrorTable(

@@ -451,7 +451,7 @@ def test_mit_and_pid_commands(r1: RobotModel) -> None:
 
 
 def test_friction_feedforward_cancels_coulomb_and_viscous_continuously():
-    from mobiman.tracker.joint_tracker import friction_feedforward
+    from mobiman.control.servo import friction_feedforward
     coulomb, viscous = [1.0, 0.5], [2.0, 0.0]
     assert np.allclose(friction_feedforward([0.0, 0.0], coulomb, viscous), 0.0)        # at rest: nothing
     fast = friction_feedforward([0.5, -0.5], coulomb, viscous, smoothing=0.02)
@@ -465,7 +465,7 @@ def test_friction_feedforward_cancels_coulomb_and_viscous_continuously():
 
 @pytest.mark.parametrize("gain", [1.0, 0.5])
 def test_inertial_feedforward_is_gravity_plus_the_mass_matrix_times_the_acceleration(r1: RobotModel, gain):
-    from mobiman.tracker.joint_tracker import Posture, feedforward_at
+    from mobiman.control.upper_body import Posture, feedforward_at
     model = r1
     rng = np.random.default_rng(4)
     posture = Posture(model)
@@ -483,7 +483,8 @@ def test_inertial_feedforward_is_gravity_plus_the_mass_matrix_times_the_accelera
 
 
 # -- target names and torque limits ------------------------------------------------------------
-from mobiman.tracker.joint_tracker import clamp_effort, reorder, target_order  # noqa: E402
+from mobiman.control.servo import clamp_effort  # noqa: E402
+from mobiman.tracker.joint_tracker import reorder, target_order  # noqa: E402
 
 LEFT = [f"left_arm_joint{i}" for i in range(1, 7)]
 URDF_JOINTS = frozenset(LEFT + [f"right_arm_joint{i}" for i in range(1, 7)] + ["left_gripper_finger_joint1"])

@@ -37,15 +37,9 @@ def tick_times(ticks: int) -> dict[str, float]:
     RNEA gravity plus the inertial term M·a, the torso's own joints at the planned position, MIT fields)."""
     import yaml
 
+    from mobiman.control.upper_body import Posture, feedforward_at
     from mobiman.model.robot_model import RobotModel, load_group_config
-    from mobiman.tracker.joint_tracker import (
-        JointTrajectoryTracker,
-        MitGains,
-        Posture,
-        TrackerLimits,
-        feedforward_at,
-        mit_command,
-    )
+    from mobiman.tracker.joint_tracker import JointTrajectoryTracker, MitGains, TrackerLimits, mit_command
     share = Path(rospkg.RosPack().get_path("mobiman"))
     groups, _ = load_group_config(share / "config/r1_joint_groups.yaml")
     urdf = (Path(rospkg.RosPack().get_path("r1_description")) / "urdf/r1_v2_1_0.urdf").read_text()

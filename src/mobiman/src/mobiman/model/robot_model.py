@@ -69,11 +69,23 @@ def load_group_config(path: str | Path, key: str = "joint_groups_file") -> tuple
     return dict(groups), dict(frames)
 
 
-class RobotModel:
-    """Forward kinematics, Jacobians, gravity and limits of a fixed-base URDF."""
+BASE_TWIST = slice(0, 3)    # a planar base's (vx, vy [m/s], wz [rad/s]) in v, in the base's own axes
 
-    def __init__(self, urdf_xml: str, joint_groups: Mapping[str, Sequence[str]]):
-        self.model: pin.Model = pin.buildModelFromXML(urdf_xml)
+
+class RobotModel:
+    """Forward kinematics, Jacobians, gravity and limits of a URDF on a fixed base, or on a planar one.
+
+    With `planar_base`, the URDF's root moves in the floor's plane (pinocchio's planar joint: q holds
+    x, y, cos yaw, sin yaw ahead of the URDF's joints, v and a hold the base's twist (vx, vy, wz) and
+    its rate of change, in the base's own axes, at `BASE_TWIST`): the dynamics then include what the
+    base's motion asks of every joint. Every kinematic answer relative to a robot frame is the same
+    as on a fixed base; the base's configuration is the neutral one unless a caller sets it.
+    """
+
+    def __init__(self, urdf_xml: str, joint_groups: Mapping[str, Sequence[str]], planar_base: bool = False):
+        self.model: pin.Model = (pin.buildModelFromXML(urdf_xml, pin.JointModelPlanar()) if planar_base
+                                 else pin.buildModelFromXML(urdf_xml))
+        self.planar_base = planar_base
         self.data: pin.Data = self.model.createData()
         self._frame_ids: dict[str, int] = {}
         self._groups = {name: self._index(joints) for name, joints in joint_groups.items()}
@@ -101,6 +113,11 @@ class RobotModel:
             return slice(idx[0], idx[0] + len(idx)) if consecutive and not any(cont) else None
         return GroupIndex(tuple(joints), np.array(idx_q), np.array(idx_v), np.array(cont, dtype=bool),
                           run(idx_q), run(idx_v))
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The URDF's joints (fixed ones aside), without pinocchio's universe and planar base."""
+        return tuple(self.model.names[2 if self.planar_base else 1:])
 
     @property
     def groups(self) -> dict[str, tuple[str, ...]]:
@@ -205,6 +222,13 @@ class RobotModel:
         tau = pin.rnea(self.model, self.data, q, v, a)
         return tau.copy() if group is None else self._group_torques(tau, group)
 
+    def inertia(self, q: np.ndarray, group: str) -> np.ndarray:
+        """The group's block of the joint-space inertia matrix M(q) [kg·m², or kg for a prismatic joint]."""
+        m = pin.crba(self.model, self.data, q)        # (the upper triangle only)
+        idx = self.group(group).idx_v
+        block = m[np.ix_(idx, idx)]
+        return np.triu(block) + np.triu(block, 1).T
+
     def _group_torques(self, tau: np.ndarray, group: str) -> np.ndarray:
         """A group's entries of a full torque vector, copied (pinocchio reuses its Data)."""
         g = self.group(group)
@@ -217,10 +241,15 @@ class RobotModel:
             self._zero_v = np.zeros(self.model.nv)
         return self._zero_v
 
-    def velocity_vector(self, groups: Mapping[str, npt.ArrayLike]) -> np.ndarray:
-        """A full v (or a) vector with the given group values, zero elsewhere."""
+    def velocity_vector(self, groups: Mapping[str, npt.ArrayLike], base: Sequence[float] | None = None) -> np.ndarray:
+        """A full v (or a) vector with the given group values, zero elsewhere; `base`: the planar base's
+        (vx, vy, wz) (or their rates), in its own axes. ValueError for a base on a fixed-base model."""
         v = np.zeros(self.model.nv)
         for name, values in groups.items():
             g = self.group(name)
             v[g.v_slice if g.v_slice is not None else g.idx_v] = values
+        if base is not None:
+            if not self.planar_base:
+                raise ValueError("a base twist needs a model with planar_base")
+            v[BASE_TWIST] = base
         return v

@@ -14,8 +14,9 @@ from typing import Collection, List, Mapping, Sequence, Tuple
 import numpy as np
 import ruckig
 
+from mobiman.control.upper_body import feedforward_at
+from mobiman.control.upper_body import group_vector as _vector
 from mobiman.model.robot_model import RobotModel
-from r1_common.validation import FEEDBACK_MARGIN, plausible_positions, show
 
 _SLACK = 1.0 + 1e-9   # rounding allowance when comparing a state with limits
 Command = Tuple[List[float], List[float], List[float], List[float], List[float]]   # (3.8: typing's)
@@ -23,19 +24,6 @@ Command = Tuple[List[float], List[float], List[float], List[float], List[float]]
 
 class TargetError(ValueError):
     """A target that must be dropped (wrong length, non-finite values, no feedback yet)."""
-
-
-def _vector(values: Sequence[float] | np.ndarray, n: int, what: str, error: type[Exception] = ValueError
-            ) -> np.ndarray:
-    """n finite values; an extra (n+1)-th entry, the gripper on HDAS arm topics, is dropped."""
-    v = values if type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 1 \
-        else np.asarray(values, dtype=float).ravel()          # (this runs several times per control tick)
-    if v.shape[0] not in (n, n + 1):
-        raise error(f"{what} has {v.shape[0]} entries, expected {n} (or {n + 1} with a gripper)")
-    v = v[:n]
-    if not all(map(math.isfinite, v.tolist())):   # entry by entry: a sum of finite 1e308s overflows into inf
-        raise error(f"{what} has non-finite entries: {show(v)}")
-    return v
 
 
 def target_order(names: Sequence[str], joints: Sequence[str], urdf_joints: Collection[str],
@@ -87,13 +75,6 @@ def read_target(names: Sequence[str], position: Sequence[float], velocity: Seque
     return (reorder(position, order, "target position"),
             reorder(velocity, order[:n] if order else order, "target velocity"),
             order is None and any(names))
-
-
-def clamp_effort(t_ff: np.ndarray, effort: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The feed-forward torque within ±effort (the URDF's limit); True when it was beyond it."""
-    if all(-e <= t <= e for t, e in zip(t_ff.tolist(), effort.tolist())):   # the usual case, ~4x faster
-        return t_ff, False                                                    # than numpy on 6 values
-    return np.clip(t_ff, -effort, effort), True
 
 
 @dataclass(frozen=True)
@@ -302,66 +283,6 @@ def gravity_feedforward(model: RobotModel, feedback: Mapping[str, Sequence[float
     q = model.configuration({name: _vector(values, len(model.group(name).joints), f"{name} feedback")
                              for name, values in feedback.items()})
     return feedforward_at(model, q, group, acceleration, inertial_gain)
-
-
-def feedforward_at(model: RobotModel, q: np.ndarray, group: str,
-                   acceleration: Sequence[float] | np.ndarray | None = None, inertial_gain: float = 0.0
-                   ) -> np.ndarray:
-    """`gravity_feedforward` at a pinocchio configuration q the caller keeps (a `Posture`)."""
-    if acceleration is None or inertial_gain == 0.0:
-        return model.gravity(q, group)
-    n = len(model.group(group).joints)
-    a_full = model.velocity_vector({group: _vector(acceleration, n, f"{group} acceleration")})
-    tau_a = model.inverse_dynamics(q, model.zero_velocity, a_full, group)    # gravity + M·a, one RNEA
-    if inertial_gain == 1.0:
-        return tau_a
-    tau = model.gravity(q, group)
-    return tau + inertial_gain * (tau_a - tau)
-
-
-class Posture:
-    """The upper body's configuration for the dynamics, one group at a time as its feedback arrives.
-
-    A group's values are checked once, when they arrive (`set`), and written into one pinocchio
-    configuration: a control tick then costs one RNEA, not a check and a rebuild of every group
-    (that was most of a 16-joint tick). Thread-unsafe: the caller serialises, as it does for the
-    model's data."""
-
-    def __init__(self, model: RobotModel):
-        self.model = model
-        self.q = model.configuration()
-        self._ranges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
-    def set(self, group: str, values: Sequence[float] | np.ndarray) -> None:
-        """A group's measured joints (n, or n + 1 with a gripper entry); ValueError if not finite or
-        beyond the joints' ranges by more than FEEDBACK_MARGIN (r1_common.validation.InputError)."""
-        q = _vector(values, len(self.model.group(group).joints), f"{group} feedback")
-        if group not in self._ranges:
-            lim = self.model.limits(group)
-            self._ranges[group] = (lim.lower, lim.upper)
-        lower, upper = self._ranges[group]
-        plausible_positions(q, lower, upper, FEEDBACK_MARGIN, f"{group} feedback", self.model.group(group).joints)
-        self.model.set_group(self.q, group, q)
-
-    def with_group(self, group: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
-        """A copy of the configuration with one group replaced (e.g. by its planned position)."""
-        q = self.q.copy()
-        self.model.set_group(q, group, _vector(values, len(self.model.group(group).joints), f"{group} position"))
-        return q
-
-
-def friction_feedforward(velocity: Sequence[float], coulomb: Sequence[float], viscous: Sequence[float],
-                         smoothing: float = 0.02) -> np.ndarray:
-    """Torque that cancels a joint friction model at the commanded velocity.
-
-    coulomb·tanh(v/smoothing) + viscous·v: the tanh makes the Coulomb part continuous through zero
-    velocity (`smoothing` [rad/s] sets how fast it builds up), so a joint at rest gets nothing and a
-    reversal does not kick. Without it a stiff-but-finite servo lags by friction/kp on every move.
-    """
-    v = np.asarray(velocity, dtype=float)
-    if smoothing <= 0:
-        raise ValueError(f"smoothing must be positive, got {smoothing}")
-    return np.asarray(coulomb, float) * np.tanh(v / smoothing) + np.asarray(viscous, float) * v
 
 
 @dataclass(frozen=True)
