@@ -34,7 +34,7 @@ class Recording(TorsoSpeedController):
             self.step(self.t, self.position + self.ahead() if push else self.position)
 
     def ahead(self) -> np.ndarray:
-        """0.15 rad (beyond resync_error) ahead of the moving command: pushed, not lagging (a re-seed)."""
+        """0.15 rad (beyond resync_error) ahead of the moving command: pushed (pulled back, never re-seeded)."""
         moving = np.abs(self.velocity) > 1e-9
         return 0.15 * (np.sign(self.velocity) * moving if moving.any() else np.array([1.0, 0.0, 0.0, 0.0]))
 
@@ -101,18 +101,25 @@ def test_targets_while_moving_brake_first_and_speed_wins_back(ctrl: Recording) -
 
 def test_re_seeds(ctrl: Recording) -> None:
     ctrl.tick(0.5, (0.0, 0.1))
-    ctrl.tick(push=True, speed=(0.0, 0.1))                  # pushed during speed control: re-seeded, and the
-    assert ctrl.stats["resyncs"] == 1 and ctrl.state is S.SPEED   # stream goes on
+    ctrl.tick(push=True, speed=(0.0, 0.1))                  # a push re-seeds nothing: it is pulled back
+    assert ctrl.stats["resyncs"] == 0 and ctrl.state is S.SPEED
+    ctrl.guard.motors([False] * 4)
+    ctrl.tick(speed=(0.0, 0.1))                             # motors off in speed control: re-seeded, and the
+    assert ctrl.stats["resyncs"] == 1 and ctrl.state is S.SPEED   # stream goes on from there
+    ctrl.guard.motors([True] * 4)
+    ctrl.tick(speed=(0.0, 0.1))                             # on again: once more
+    assert ctrl.stats["resyncs"] == 2 and ctrl.state is S.SPEED
     ctrl.tick(0.3)
     assert ctrl.state is S.STOPPING
-    ctrl.tick(push=True)                                   # pushed while stopping
+    ctrl.guard.motors([False] * 4)
+    ctrl.tick()                                             # off while stopping: held where it is
     ctrl.set_target([0.8, -1.6, -0.8, 0.0])
     assert ctrl.state is S.BRAKING
-    ctrl.tick(push=True)                                    # pushed while braking: the target is dropped
-    assert ctrl.state is S.HOLDING and ctrl.stats["resyncs"] == 3
+    ctrl.tick()                                             # off while braking: the target is dropped
+    assert ctrl.state is S.HOLDING and ctrl.stats["resyncs"] == 3     # (one episode, counted once)
     assert ctrl.seen[1:] == [(S.HOLDING, S.SPEED), (S.SPEED, S.HOLDING), (S.HOLDING, S.SPEED),
-                             (S.SPEED, S.STOPPING), (S.STOPPING, S.HOLDING), (S.HOLDING, S.BRAKING),
-                             (S.BRAKING, S.HOLDING)]
+                             (S.SPEED, S.HOLDING), (S.HOLDING, S.SPEED), (S.SPEED, S.STOPPING),
+                             (S.STOPPING, S.HOLDING), (S.HOLDING, S.BRAKING), (S.BRAKING, S.HOLDING)]
 
 
 def test_a_target_the_trajectory_refuses_is_dropped_at_rest(ctrl: Recording) -> None:

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import yaml
 
+from mobiman.control.upper_body import UpperBody
 from mobiman.model.robot_model import RobotModel, load_group_config
 from mobiman.tracker.feedback_clock import FeedbackClock
-from mobiman.tracker.group import Feedback, GroupController, UpperBody, build_groups
+from mobiman.tracker.group import Feedback, GroupController, build_groups
 from mobiman.tracker.joint_tracker import JointTrajectoryTracker
 from mobiman.tracker.settings import JointTrackerSettings
 from r1_common.settings import ConfigError
@@ -146,18 +147,69 @@ def test_no_following_error_wait_when_it_is_off(r1: RobotModel) -> None:
     assert arm.ctrl.counters["paused"] == 0 and np.max(np.array(arm.commands[-1].p_des) - LEFT_HOME) > 0.04
 
 
-def test_far_from_the_plan_at_rest_re_plans_from_there_but_a_moving_lag_does_not(arm: Arm) -> None:
+def test_a_joint_pushed_far_from_the_plan_is_commanded_back_never_re_planned(arm: Arm) -> None:
     arm.tick(5)
     arm.hold = True
-    arm.q = list(np.array(LEFT_HOME) + [0.0, 0.6, 0.0, 0.0, 0.0, 0.0])
-    arm.v = [0.0, 0.5, 0.0, 0.0, 0.0, 0.0]                 # moving: a lag, not motors off
-    arm.tick()
+    arm.q = list(np.array(LEFT_HOME) + [0.0, 0.6, 0.0, 0.0, 0.0, 0.0])    # a load pushed it 0.6 rad away
+    for v in ([0.0, 0.5, 0.0, 0.0, 0.0, 0.0], [0.0] * 6):                 # moving, then at rest there
+        arm.v = v
+        cmd = arm.tick(50)
+        np.testing.assert_allclose(cmd.p_des, LEFT_HOME, atol=1e-12)     # the set-point stays: back it goes
     assert arm.ctrl.counters["resyncs"] == 0
-    arm.v = [0.0] * 6                                      # at rest, 0.6 rad away: re-planned from there
+
+
+def test_joints_reported_off_re_plan_from_where_they_are_until_the_motors_hold_again(arm: Arm) -> None:
+    arm.tick(5)
+    goal = list(np.array(LEFT_HOME) + [0.0, 0.0, 0.5, 0.0, 0.0, 0.0])
+    arm.ctrl.target([], goal, [])
+    arm.hold = True
+    arm.q = list(np.array(LEFT_HOME) + [0.0, 0.3, 0.0, 0.0, 0.0, 0.0])    # the arm fell while its motors were off
+    arm.ctrl.motors([True, False, True, True, True, True])
+    for _ in range(3):                                                    # while off: from where it is, each tick
+        cmd = arm.tick()
+        assert abs(cmd.p_des[1] - arm.q[1]) < 1e-6 and arm.ctrl.state.startswith("motors off")
+    assert arm.ctrl.counters["resyncs"] == 1                              # (one episode, said once)
+    arm.q[1] += 0.05
+    arm.ctrl.motors([True] * 6)                                           # on again: once more, then it holds
     cmd = arm.tick()
-    np.testing.assert_allclose(cmd.p_des, arm.q, atol=1e-9)
-    assert max(abs(x) for x in cmd.v_des) == 0.0 and arm.ctrl.counters["resyncs"] == 1
-    assert any(e.key == "resync" and "re-planned" in e.text for e in arm.ctrl.events)
+    assert abs(cmd.p_des[1] - arm.q[1]) < 1e-6 and arm.ctrl.counters["resyncs"] == 2
+    np.testing.assert_array_equal(arm.ctrl.tracker.target, goal)          # the target goes on from there
+    arm.q[1] += 0.3                                                       # now a push: the plan does not follow
+    cmd = arm.tick(20)
+    assert abs(cmd.p_des[1] - arm.q[1]) > 0.25 and arm.ctrl.counters["resyncs"] == 2
+    with pytest.raises(ValueError):
+        arm.ctrl.motors([True] * 5)
+
+
+def test_after_stale_feedback_a_joint_far_from_the_plan_re_plans_and_a_near_one_does_not(arm: Arm) -> None:
+    arm.tick(10)
+    arm.hold = True
+
+    def gap() -> None:
+        arm.wall.t += 0.1
+        assert arm.ctrl.watch(arm.t + 0.1)
+        arm.t += 0.1
+    gap()
+    arm.q = list(np.array(LEFT_HOME) + [0.0, 0.0, 0.0, 0.0, 0.0, 0.1])   # within resync_error: held
+    cmd = arm.tick()
+    np.testing.assert_allclose(cmd.p_des, LEFT_HOME, atol=1e-12)
+    gap()
+    arm.q = list(np.array(LEFT_HOME) + [0.0, 0.0, 0.0, 0.0, 0.0, 0.4])   # beyond it: the motors may have been off
+    cmd = arm.tick()
+    np.testing.assert_allclose(cmd.p_des, arm.q, atol=1e-12)
+    assert arm.ctrl.counters["resyncs"] == 1 and "after a gap" in [e for e in arm.ctrl.events
+                                                                   if e.key == "resync"][-1].text
+
+
+def test_a_joint_offset_by_a_steady_load_but_keeping_pace_does_not_stop_the_plan(arm: Arm) -> None:
+    arm.tick()
+    arm.ctrl.target([], list(np.array(LEFT_HOME) + [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]), [])
+    arm.hold = True
+    for _ in range(2000):                                 # the joint follows the plan 0.05 rad behind
+        arm.tick()
+        arm.q = list(np.array(arm.commands[-1].p_des) - [0.0, 0.0, 0.0, 0.05, 0.0, 0.0])
+        arm.v = list(arm.commands[-1].v_des)
+    assert arm.ctrl.counters["paused"] == 0 and arm.ctrl.state == "at target"
 
 
 def test_a_joint_read_past_its_stop_is_held_at_the_limit(arm: Arm) -> None:
@@ -255,8 +307,10 @@ def test_the_groups_of_the_config_and_of_its_variants(r1: RobotModel) -> None:
     assert set(build(r1, Wall(), disable_torso=True)) == {"left_arm", "right_arm"}
     fast = yaml.safe_load((CONFIG / "joint_tracker_fast.yaml").read_text())
     arms = build(r1, Wall(), **fast)
-    assert arms["torso"].tracker.limits.fast and arms["left_arm"].max_following_error == 0.0
-    assert build(r1, Wall())["torso"].gravity_at_plan and not build(r1, Wall())["left_arm"].gravity_at_plan
+    assert arms["torso"].tracker.limits.fast and arms["left_arm"].guard.max_following_error == 0.0
+    built = build(r1, Wall())
+    assert built["torso"].gravity_at_plan and built["left_arm"].gravity_at_plan      # (fed back while the loop is fast)
+    assert built["torso"].servo.settings.gravity_feedback == built["left_arm"].servo.settings.gravity_feedback == 1.0
 
 
 @pytest.mark.parametrize("change, key", [

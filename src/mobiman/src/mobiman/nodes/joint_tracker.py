@@ -15,14 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import rospkg
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
+from mobiman.control.upper_body import UpperBody
 from mobiman.model.robot_model import RobotModel, load_group_config
-from mobiman.tracker.group import GROUPS, Feedback, GroupCommand, GroupController, UpperBody, build_groups
+from mobiman.nodes.world_inputs import BaseMotionTopics, MotorPowerTopic
+from mobiman.tracker.group import GROUPS, Feedback, GroupCommand, GroupController, build_groups
 from mobiman.tracker.settings import JointTrackerSettings
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
@@ -64,8 +67,11 @@ class JointTrackerNode:
         urdf = rospy.get_param(s.robot_description_param, "")
         if not urdf:
             raise ConfigError(s.robot_description_param, "no robot description (URDF) on the parameter server")
-        self.model = RobotModel(urdf, joint_groups)
-        self.body = UpperBody(self.model, s.inertial_feedforward)   # the measured upper body, for gravity
+        self.model = RobotModel(urdf, joint_groups, planar_base=True)
+        # the measured upper body and the base's motion, for the feed-forward
+        self.body = UpperBody(self.model, s.inertial_feedforward, s.base_feedforward)
+        self.base = BaseMotionTopics(s.base_acceleration_topic, s.base_twist_topic, s.base_timeout, NAME,
+                                     self.throttle)
         controllers, notes = build_groups(s, self.model, joint_groups, self.body)
         for note in notes:
             rospy.logwarn(f"{NAME}: {note}")
@@ -76,6 +82,9 @@ class JointTrackerNode:
             cfg = s.groups[name]
             rospy.Subscriber(cfg.target_topic, JointState, self._on_target, g, queue_size=10, tcp_nodelay=True)
             rospy.Subscriber(cfg.feedback_topic, JointState, self._on_feedback, g, queue_size=1, tcp_nodelay=True)
+            if cfg.status_topic:        # the driver's word on the motors: joints reported off re-plan
+                MotorPowerTopic(cfg.status_topic, "torso" if name == "torso" else "arm", joint_groups[name],
+                                lambda powered, g=g: self._on_power(powered, g), NAME, self.throttle)
         # other groups' feedback still shapes gravity (e.g. the torso with disable_torso)
         for name in GROUPS:
             if name not in self.groups and name in OTHER_FEEDBACK:
@@ -93,12 +102,18 @@ class JointTrackerNode:
                 g.pub.publish(self._message(g, cmd))
         self._log(g)
 
+    def _on_power(self, powered: list[bool], g: Group) -> None:
+        with g.lock:
+            g.ctrl.motors(powered)
+
     def _on_feedback(self, msg: JointState, g: Group) -> None:
         """One tick: the feedback message drives the trajectory and the output."""
         t0 = time.perf_counter()
         feedback = Feedback(msg.position, msg.velocity, msg.header.stamp.to_sec())
+        now = rospy.get_time()
+        self.body.set_base(self.base.at(now))
         with g.lock:
-            cmd = g.ctrl.update(feedback, rospy.get_time())
+            cmd = g.ctrl.update(feedback, now)
             out = None if cmd is None else self._message(g, cmd)
             if out is not None:
                 g.pub.publish(out)
@@ -155,14 +170,17 @@ class JointTrackerNode:
                 c, state, stale = dict(g.ctrl.counters), g.ctrl.state, g.ctrl.clock.stale
                 started, stale_events, ruckig_error = (g.ctrl.tracker.started, g.ctrl.clock.stale_events,
                                                        g.ctrl.tracker.last_error)
-            level = DiagnosticStatus.WARN if stale or not started else DiagnosticStatus.OK
+                off, delay = g.ctrl.guard.off, g.ctrl.delay
+            level = DiagnosticStatus.WARN if stale or not started or off else DiagnosticStatus.OK
             values = g.stats.values(now, {
                 "dropped": c["dropped"], "clamped": c["clamped"], "errors": c["bad_feedback"] + c["ruckig_errors"],
                 "ticks": c["ticks"], "early_commands": c["early_commands"], "torque_clamped": c["torque_clamped"],
                 "scheduling": self.scheduling, "targets_dropped": c["dropped"], "targets_clamped": c["clamped"],
                 "bad_feedback": c["bad_feedback"], "bad_stamps": c["bad_stamps"],
                 "ruckig_error_ticks": c["ruckig_errors"], "stale_feedback_events": stale_events,
-                "resyncs": c["resyncs"], "following_error_pauses": c["paused"], "ruckig_error": ruckig_error or ""})
+                "resyncs": c["resyncs"], "following_error_pauses": c["paused"], "ruckig_error": ruckig_error or "",
+                "motors_off": off, "loop_delay_ms": round(delay * 1e3, 1),
+                "base_acceleration": list(np.round(self.body.base.acceleration, 3)), "base_dropped": self.base.dropped})
             out.append(status(f"{NAME}: {g.ctrl.name}", g.ctrl.name, level, state, values))
         return out
 

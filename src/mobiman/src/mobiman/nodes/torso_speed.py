@@ -2,20 +2,20 @@
 
 Speed commands (Twist: linear.x = v_x, linear.z = v_z of torso_link3 in base_link axes) and
 joint targets (JointState, as the joint tracker takes them) go into
-`mobiman.torso.speed_control.TorsoSpeedController`; each torso feedback message is one tick of it and
-one hdas_msg/motor_control (MIT: p_des, v_des from the controller, kp, kd from the config,
-t_ff = RNEA gravity of the upper body, arms at their measured posture, plus M(q)·q̈ of the
-command). No feedback, no
-output; stale feedback, no output until it is back. Must not run with the joint tracker's torso
-output (use r1_jointTrackerdemo_disable_torso.launch).
+`mobiman.torso.speed_control.TorsoSpeedController`; each torso feedback message is one tick of
+`mobiman.torso.loop.TorsoLoop` and one hdas_msg/motor_control (MIT: p_des, v_des from the controller,
+kp, kd from the config, t_ff from the upper body's dynamics on the moving base and the servo's
+damping, `mobiman.control`). The arms' feedback, the base's motion (chassis control's commanded
+acceleration, the measured twist) and the driver's torso status (motors off: the command re-seeds)
+come from their topics. No feedback, no output; stale feedback, no output until it is back. Must not
+run with the joint tracker's torso output (use r1_jointTrackerdemo_disable_torso.launch).
 """
 from __future__ import annotations
 
-import math
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 import numpy as np
 import pinocchio as pin
@@ -27,21 +27,18 @@ from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
 from mobiman.model.robot_model import RobotModel, load_group_config
-from mobiman.torso.speed_control import CommandError, TorsoSpeedConfig, TorsoSpeedController
-from mobiman.tracker.joint_tracker import (
-    Posture,
-    TargetError,
-    clamp_effort,
-    feedforward_at,
-    friction_feedforward,
-    read_target,
-)
+from mobiman.nodes.world_inputs import BaseMotionTopics, MotorPowerTopic
+from mobiman.torso.loop import TorsoLoop
+from mobiman.torso.speed_control import CommandError, TorsoSpeedConfig
+from mobiman.tracker.group import Feedback
+from mobiman.tracker.joint_tracker import TargetError, read_target
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
 from r1_common.ros_io import DirectPublisher, QuietPublisher, WallTimer, run_node
 from r1_common.settings import ConfigError
 from r1_common.throttle import Throttle
-from r1_common.validation import FEEDBACK_MARGIN, InputError, plausible_positions
+
+LOG = {"info": rospy.loginfo, "warn": rospy.logwarn, "error": rospy.logerr}
 
 
 class TorsoSpeedNode:
@@ -52,28 +49,19 @@ class TorsoSpeedNode:
         self.name = name or rospy.get_name()
         self.throttle = Throttle(period=5.0)
         cfg = TorsoSpeedConfig.from_params(rospy.get_param("~", {}) if params is None else params)
-        self.gravity_at_plan = cfg.gravity_at == "planned"
-        self.inertial = cfg.inertial_feedforward
         groups_file = cfg.joint_groups_file or str(
             Path(rospkg.RosPack().get_path("mobiman")) / "config/r1_joint_groups.yaml")
         joint_groups, _ = load_group_config(groups_file)
         urdf = rospy.get_param(cfg.robot_description_param, "")
         if not urdf:
             raise ConfigError(cfg.robot_description_param, "no robot description (URDF) on the parameter server")
-        self.model = RobotModel(urdf, joint_groups)
-        self.core = TorsoSpeedController(self.model, cfg)
-        self.clock = self.core.clock                   # the feedback's freshness (and the core's ticks)
+        self.model = RobotModel(urdf, joint_groups, planar_base=True)
+        self.loop = TorsoLoop(self.model, cfg)
+        self.core = self.loop.controller
+        self.clock = self.loop.clock                   # the feedback's freshness (and the core's ticks)
         self.torso_joints = list(joint_groups["torso"])
-        self.urdf_joints = frozenset(self.model.model.names[1:])
-        self.effort = self.model.limits("torso").effort.copy()     # t_ff stays within the URDF's torque limits
-        self.torque_clamped = 0
-        self.kp, self.kd = np.array(cfg.kp, float), np.array(cfg.kd, float)
-        self.friction_coulomb = np.array(cfg.friction_coulomb, float)
-        self.friction_viscous = np.array(cfg.friction_viscous, float)
-        self.friction_smoothing = cfg.friction_smoothing
-        self.lock = threading.Lock()                   # the core and the pinocchio data
-        self.posture = Posture(self.model)             # the measured upper body, for gravity (under lock)
-        self.bad_feedback, self.bad_stamps = 0, 0
+        self.urdf_joints = frozenset(self.model.joint_names)
+        self.lock = threading.Lock()                   # the loop, the controller and the pinocchio data
         # one tick per feedback message: rate (ROS time), compute, latency = the feedback's stamp ->
         # the motor_control publish
         self.stats = LoopStats()
@@ -81,11 +69,15 @@ class TorsoSpeedNode:
 
         self.out = DirectPublisher(cfg.command_topic, motor_control, tcp_nodelay=True)
         self.state_pub = QuietPublisher(f"{self.name}/torso_link3", PoseStamped, queue_size=1)   # ~torso_link3
+        self.base = BaseMotionTopics(cfg.base_acceleration_topic, cfg.base_twist_topic, cfg.base_timeout, self.name,
+                                     self.throttle)
+        self.power = MotorPowerTopic(cfg.status_topic, "torso", self.torso_joints, self._on_power, self.name,
+                                     self.throttle) if cfg.status_topic else None
         rospy.Subscriber(cfg.speed_topic, Twist, self._on_speed, queue_size=10, tcp_nodelay=True)
         rospy.Subscriber(cfg.target_topic, JointState, self._on_target, queue_size=10, tcp_nodelay=True)
         rospy.Subscriber(cfg.feedback_topic, JointState, self._on_feedback, queue_size=1, tcp_nodelay=True)
         for group, topic in (("left_arm", cfg.left_arm_feedback_topic), ("right_arm", cfg.right_arm_feedback_topic)):
-            # the arms' posture shapes the torso's gravity load
+            # the arms' posture shapes the torso's load
             rospy.Subscriber(topic, JointState, self._on_arm_feedback, group, queue_size=1)
         WallTimer(0.02, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=self.name)
@@ -129,64 +121,44 @@ class TorsoSpeedNode:
 
     def _on_arm_feedback(self, msg: JointState, group: str) -> None:
         try:
-            with self.lock:
-                self.posture.set(group, msg.position)
+            self.loop.body.set(group, msg.position)
         except ValueError as e:
             self.throttle(rospy.logerr, f"{group}/feedback", f"{self.name}: {group} feedback ignored: {e}")
+
+    def _on_power(self, powered: List[bool]) -> None:
+        with self.lock:
+            self.loop.motors(powered)
 
     def _on_feedback(self, msg: JointState) -> None:
         """One tick: the feedback message drives the controller and the output."""
         t0 = time.perf_counter()
-        try:
-            if len(msg.position) != 4 or not all(map(math.isfinite, msg.position)):   # (as the tracker checks)
-                raise InputError("feedback position", msg.position, "needs 4 finite entries")
-            q = plausible_positions(np.array(msg.position, float), self.core.lower, self.core.upper, FEEDBACK_MARGIN,
-                                    "feedback position", self.core.names)
-        except InputError as e:
-            self.bad_feedback += 1
-            self.throttle(rospy.logerr, "feedback", f"{self.name}: torso feedback ignored: {e}")
-            return
         received = rospy.get_time()
+        self.loop.body.set_base(self.base.at(received))
         with self.lock:
-            arrival = self.clock.receive(msg.header.stamp.to_sec(), received)
-            now = arrival.time
-            if arrival.stamp_note:
-                self.bad_stamps += 1
-                self.throttle(rospy.logwarn, "stamp", f"{self.name}: torso feedback {arrival.stamp_note}")
-            if arrival.back:
-                self.throttle(rospy.loginfo, "back", f"{self.name}: torso feedback is back; publishing again")
-            first = not self.core.started
-            cmd = self.core.step(now, q)
-            events, self.core.events = self.core.events, []
-            self.posture.set("torso", q)
-            q_dyn = self.posture.with_group("torso", cmd.position) if self.gravity_at_plan else self.posture.q
-            t_ff = feedforward_at(self.model, q_dyn, "torso", cmd.acceleration if self.inertial else None,
-                                  self.inertial)
-            t_ff += friction_feedforward(cmd.velocity, self.friction_coulomb, self.friction_viscous,
-                                         self.friction_smoothing)
-            t_ff, beyond = clamp_effort(t_ff, self.effort)
-            if beyond:
-                self.torque_clamped += 1
-            pose = self.core.frame_pose(q)
-            state = self.core.state_of(pose)
-        if first:
-            rospy.loginfo(f"{self.name}: torso feedback arrived; holding {np.round(q, 3).tolist()}")
-        for e in events:
-            self.throttle(rospy.logwarn, e.split(" ")[0], f"{self.name}: {e}")
-        if beyond:
-            self.throttle(rospy.logwarn, "torque", f"{self.name}: feed-forward torque beyond the effort limits "
-                          f"{self.effort.tolist()} N·m: clamped (the motors cannot hold this posture)")
+            cmd = self.loop.update(Feedback(msg.position, msg.velocity, msg.header.stamp.to_sec()), received)
+            events, self.loop.events = self.loop.events, []
+            if cmd is not None:
+                pose = self.core.frame_pose(self.loop.measured)
+                state = self.core.state_of(pose)
+        for level, key, text in events:
+            if key is None:
+                LOG[level](f"{self.name}: {text}")
+            else:
+                self.throttle(LOG[level], key, f"{self.name}: {text}")
+        if cmd is None:
+            return
         out = motor_control()
         out.header.stamp = rospy.Time.now()
         out.name = "torso"
-        out.p_des, out.v_des = cmd.position.tolist(), cmd.velocity.tolist()
-        out.kp, out.kd, out.t_ff = self.kp.tolist(), self.kd.tolist(), t_ff.tolist()
+        out.p_des, out.v_des, out.kp, out.kd, out.t_ff = cmd.p_des, cmd.v_des, cmd.kp, cmd.kd, cmd.t_ff
         self.out.publish(out)
-        self._publish_state(rospy.Time.from_sec(now) if arrival.stamp_note or msg.header.stamp.is_zero()
-                            else msg.header.stamp, pose)
+        assert cmd.stamp is not None, "a tick's command carries its feedback's time"
+        taken = not msg.header.stamp.is_zero() and msg.header.stamp.to_sec() == cmd.stamp   # (else: off the clock)
+        self._publish_state(msg.header.stamp if taken else rospy.Time.from_sec(cmd.stamp), pose)
         self.last_state = state
         sent = out.header.stamp.to_sec()
-        self.stats.tick(sent, time.perf_counter() - t0, sent - now if not msg.header.stamp.is_zero() else float("nan"))
+        self.stats.tick(sent, time.perf_counter() - t0,
+                        sent - cmd.stamp if not msg.header.stamp.is_zero() else float("nan"))
 
     def _publish_state(self, stamp: rospy.Time, pose: pin.SE3) -> None:
         if self.state_pub.get_num_connections() == 0:    # a debugging topic: not built for nobody
@@ -216,14 +188,18 @@ class TorsoSpeedNode:
         with self.lock:
             stats, mode, v = dict(self.core.stats), self.core.mode, self.core.cartesian_velocity
             started, stale = self.core.started, self.clock.stale
-        state = "waiting for feedback" if not started else ("feedback stale" if stale else mode)
-        level = DiagnosticStatus.WARN if stale or not started else DiagnosticStatus.OK
-        values = {"dropped": stats["dropped"], "clamped": stats["clamped"], "errors": self.bad_feedback,
+            counters, off = dict(self.loop.counters), self.core.guard.off
+            delay, base = self.loop.delay, self.loop.body.base
+        state = "waiting for feedback" if not started else ("feedback stale" if stale else
+                                                            ("motors off" if off else mode))
+        level = DiagnosticStatus.WARN if stale or not started or off else DiagnosticStatus.OK
+        values = {"dropped": stats["dropped"], "clamped": stats["clamped"], "errors": counters["bad_feedback"],
                   "cartesian_velocity": np.round(v, 4).tolist(),
                   "torso_link3_x_z_pitch": [] if self.last_state is None else np.round(self.last_state, 4).tolist(),
-                  "stale_feedback_events": self.clock.stale_events, "bad_feedback": self.bad_feedback,
-                  "bad_stamps": self.bad_stamps,
-                  "torque_clamped": self.torque_clamped, **stats}
+                  "stale_feedback_events": self.clock.stale_events, "bad_feedback": counters["bad_feedback"],
+                  "bad_stamps": counters["bad_stamps"], "torque_clamped": counters["torque_clamped"],
+                  "loop_delay_ms": round(delay * 1e3, 1), "base_acceleration": list(np.round(base.acceleration, 3)),
+                  "base_dropped": self.base.dropped, **stats}
         return [status(f"{self.name}: torso speed control", "torso", level, state, self.stats.values(now, values))]
 
 

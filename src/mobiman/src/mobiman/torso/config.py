@@ -19,7 +19,7 @@ from r1_common.settings import ConfigError, Settings, setting
 
 _POSITIVE = ("max_speed", "max_acceleration", "damping", "singular_threshold", "joint_speed_cap",
              "joint_acceleration", "resync_error", "command_timeout", "max_step", "trajectory_rate_hz",
-             "feedback_timeout", "friction_smoothing")
+             "feedback_timeout", "friction_smoothing", "base_timeout", "damping_phase")
 
 
 @dataclass(frozen=True)
@@ -52,13 +52,13 @@ class TorsoSpeedConfig(Settings):
     joint_acceleration: float = setting(4.0, "rad/s²; speeding up waits for the joints beyond this; braking "
                                              "before a joint limit (> 0)")
     joint_limit_margin: float = setting(0.005, "rad; speed control stops this far inside the URDF limits", low=0.0)
-    resync_error: float = setting(0.1, "rad; measured and commanded further apart: command re-seeded from the "
-                                       "measurement; the most a moving command leads a lagging torso (> 0)")
+    resync_error: float = setting(0.1, "rad; after stale feedback, a torso this far from the command is re-seeded "
+                                       "from the measurement (a load never re-seeds it; > 0)")
     max_step: float = setting(0.05, "s; longest time step integrated at once (a stall advances at most this; > 0)")
     trajectory_rate_hz: float = setting(500.0, "Hz; Ruckig step of joint-target moves (> 0)")
-    max_following_error: float = setting(MAX_FOLLOWING_ERROR, "rad; a joint-target move's plan waits for joints "
-                                                              "lagging more (0: off), as the joint tracker's",
-                                         low=0.0)
+    max_following_error: float = setting(MAX_FOLLOWING_ERROR, "rad; the command waits for joints lagging it more "
+                                                              "that do not keep pace (0: off), as the joint "
+                                                              "tracker's plan", low=0.0)
     feedback_timeout: float = setting(0.05, "s; feedback older than this in ROS and wall time: no output (> 0)")
     # -- MIT output
     kp: List[float] = setting([500.0, 500.0, 400.0, 200.0], "N·m/rad; MIT stiffness (the tracker's torso gains)",
@@ -72,6 +72,18 @@ class TorsoSpeedConfig(Settings):
     friction_viscous: List[float] = setting([0.0] * 4, "N·m·s/rad; viscous friction cancelled, viscous·q̇",
                                             low=0.0)
     friction_smoothing: float = setting(0.02, "rad/s; how fast the Coulomb term builds up (> 0)")
+    damping_ratio: float = setting(0.6, "damping ratio given through t_ff to each slow servo mode the loop can "
+                                        "reach, beyond the MIT frame's kd (0: none; mobiman.control.servo)", low=0.0)
+    damping_phase: float = setting(0.6, "rad; a servo mode is damped in full while its ω·delay is at most half "
+                                        "this, not at all from this (> 0)")
+    gravity_feedback: float = setting(1.0, "share of the torso's own gravity taken at the measured posture while "
+                                           "the loop is fast (0: at the command only)", low=0.0, high=1.0)
+    feedback_delay: Tuple[float, float] = setting((0.03, 0.08), "s; [full, none]: gravity_feedback applies in "
+                                                                "full up to the first loop delay (feedback age + "
+                                                                "period), not at all from the second")
+    base_feedforward: float = setting(1.0, "gain of the base's commanded acceleration in t_ff (0: the base taken "
+                                           "as still)", low=0.0)
+    base_timeout: float = setting(0.1, "s; a base stream older than this counts as zero (> 0)")
     # -- topics and model
     speed_topic: str = setting("/motion_target/target_speed_torso", "geometry_msgs/Twist in: linear.x = v_x, "
                                                                      "linear.z = v_z")
@@ -81,6 +93,14 @@ class TorsoSpeedConfig(Settings):
     command_topic: str = setting("/motion_control/control_torso", "hdas_msg/motor_control out (MIT)")
     left_arm_feedback_topic: str = setting("/hdas/feedback_arm_left", "the arms' postures, for gravity")
     right_arm_feedback_topic: str = setting("/hdas/feedback_arm_right", "likewise, the right arm")
+    status_topic: str = setting("/hdas/feedback_status_torso", "hdas_msg/feedback_status in: the driver's error "
+                                                               "bits; joints reported off re-seed the command "
+                                                               "(empty: not read)")
+    base_acceleration_topic: str = setting("/motion_control/chassis_acceleration",
+                                           "geometry_msgs/AccelStamped in: the base's commanded acceleration "
+                                           "(chassis control; empty: not read)")
+    base_twist_topic: str = setting("/motion_control/chassis_speed", "geometry_msgs/Twist in: the base's measured "
+                                                                     "twist (turn rate; empty: not read)")
     joint_groups_file: str = setting("", "the joint groups (empty: mobiman's config/r1_joint_groups.yaml)")
     robot_description_param: str = setting("robot_description", "parameter holding the URDF")
     frame: str = setting("torso_link3", "the controlled frame")
@@ -92,10 +112,12 @@ class TorsoSpeedConfig(Settings):
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):       # constructed directly (tests, tools): the types from_params makes
             v = getattr(self, f.name)
-            if f.name in ("workspace_x", "workspace_z"):
+            if f.name in ("workspace_x", "workspace_z", "feedback_delay"):
                 lo, hi = (float(x) for x in v)
                 if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
                     raise ValueError(f"{f.name} must be [low, high] with low < high, got {v}")
+                if f.name == "feedback_delay" and lo < 0.0:
+                    raise ValueError(f"feedback_delay must be [full, none] with 0 <= full < none, got {v}")
                 object.__setattr__(self, f.name, (lo, hi))
             elif hints[f.name] is float:
                 if not math.isfinite(float(v)):
@@ -104,7 +126,8 @@ class TorsoSpeedConfig(Settings):
         for name in _POSITIVE:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("workspace_gain", "pitch_gain", "escape_rate", "joint_limit_margin", "max_following_error"):
+        for name in ("workspace_gain", "pitch_gain", "escape_rate", "joint_limit_margin", "max_following_error",
+                     "damping_ratio"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.bend_sign not in (-1.0, 1.0):

@@ -8,8 +8,11 @@ positions are integrated from the command, not re-read from the motors every tic
 sag does not accumulate into drift. Around it: a speed clamp and a Cartesian acceleration limit
 (so a step command, a stop or a silent stream is smooth), the workspace box of the guide, the
 URDF joint limits, a joint speed cap and, for joint targets, the joint tracker's Ruckig
-trajectory. Positions x, z are those of torso_link3's origin relative to torso_joint1's origin
-(a point fixed in base_link), in base_link axes: the guide's workspace coordinates.
+trajectory. The command never follows a torso a load pushed away from it: it starts again from the
+measured position only when the motors were not holding the joints (`mobiman.control.setpoint`), and
+waits while the joints lag it and do not keep pace. Positions x, z are those of torso_link3's origin
+relative to torso_joint1's origin (a point fixed in base_link), in base_link axes: the guide's
+workspace coordinates.
 
 The controller is in one `TorsoState` at a time; `TRANSITIONS` lists every change of state and its
 cause, and `_enter` (the only place the state changes) refuses any other. The resolved-rate pieces
@@ -24,6 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mobiman.control.setpoint import SetpointGuard
 from mobiman.model.robot_model import RobotModel
 from mobiman.torso import resolved_rate as rr
 from mobiman.torso.config import TorsoSpeedConfig
@@ -125,12 +129,14 @@ class TorsoSpeedController:
         self._cmd_time: Optional[float] = None
         self._timed_out = True
         self._takeover = False        # a speed command came during a joint-target move: taken over next tick
-        self._tethered = False        # the command is held within resync_error of a lagging torso
+        # when the command may start again from the measured position, and when it waits for the joints
+        self.guard = SetpointGuard(4, config.resync_error, config.max_following_error)
+        self._last_why: Optional[str] = None
         self._pending: Optional[Tuple[np.ndarray, Optional[np.ndarray]]] = None
         self._last_target: Optional[Tuple[np.ndarray, Optional[np.ndarray]]] = None
         self.events: List[str] = []   # warnings for the caller to log (drained by it)
         self.stats = dict(ticks=0, commands=0, clamped=0, dropped=0, targets=0, workspace_limited=0,
-                          joint_limited=0, speed_capped=0, acceleration_limited=0, damped=0, resyncs=0, tethered=0,
+                          joint_limited=0, speed_capped=0, acceleration_limited=0, damped=0, resyncs=0,
                           timeouts=0, paused=0)
 
     # -- state ---------------------------------------------------------------------------------
@@ -255,56 +261,43 @@ class TorsoSpeedController:
         return notes
 
     # -- the tick ------------------------------------------------------------------------------
-    def step(self, now: float, q_measured: Sequence[float]) -> TorsoCommand:
-        """Advance to time `now` (feedback stamp) with the measured joints; returns the set-points."""
+    def step(self, now: float, q_measured: Sequence[float] | np.ndarray,
+             v_measured: Optional[Sequence[float] | np.ndarray] = None) -> TorsoCommand:
+        """Advance to time `now` (feedback stamp) with the measured joints (and velocities, for the gate: None
+        when unknown); returns the set-points."""
         q_meas = np.clip(_finite(q_measured, 4, "measured position"), self.lower, self.upper)
+        v_meas = None if v_measured is None else np.asarray(v_measured, dtype=float)
+        if v_meas is not None and (v_meas.shape != (4,) or not np.isfinite(v_meas).all()):
+            v_meas = None
         if not self.started:
             self.start(q_meas)
         elapsed = self.clock.elapsed(now)
         dt = 0.0 if elapsed is None else elapsed          # first tick, or the clock went back: no motion
         self.stats["ticks"] += 1
-        error = np.abs(q_meas - self._q)
-        if np.max(error) > self.cfg.resync_error:
-            if self._lagging(q_meas, error):
-                self._tether(q_meas, error)
-            else:
-                self._resync(q_meas, error)
-        else:
-            self._tethered = False
+        why = self.guard.resync(q_meas, self._q)
+        if why is not None:           # the motors were not holding the joints: start again from where they are
+            self._resync(q_meas, why, news=why != self._last_why)
+        self._last_why = why
         if self._state is S.JOINT_TARGET and self._takeover:
             self._take_over()
         if self._state is S.JOINT_TARGET:
-            self._joint_tick(dt, q_meas)
+            self._joint_tick(dt, q_meas, v_meas)
         else:
+            if dt > 0.0 and not self.guard.gate(1, q_meas, v_meas, self._q, self._qd):
+                dt = 0.0              # the joints lag the moving command and do not keep pace: it waits
+                self.stats["paused"] += 1
             self._speed_tick(dt, now)
         return TorsoCommand(self._q.copy(), self._qd.copy(), self._qdd.copy(), self.mode)
 
-    def _lagging(self, q_meas: np.ndarray, error: np.ndarray) -> bool:
-        """Speed control is moving the command and every joint beyond resync_error is behind it
-        (the torso is slow: a busy machine, a stalled driver), not pushed off it nor blocked at rest."""
-        if self._state is S.JOINT_TARGET or not np.any(self._qd):
-            return False
-        far = error > self.cfg.resync_error
-        return bool(np.all((self._q[far] - q_meas[far]) * np.sign(self._qd[far]) > 0.0))
-
-    def _tether(self, q_meas: np.ndarray, error: np.ndarray) -> None:
-        """A torso behind a moving speed command: the command is held within resync_error of it
-        (the spring's pull stays bounded) and goes on from there once the torso catches up. A
-        re-seed would throw away the whole lead and the pitch held so far."""
-        r = self.cfg.resync_error
-        self._q = np.clip(np.clip(self._q, q_meas - r, q_meas + r), self.lower, self.upper)
-        if not self._tethered:
+    def _resync(self, q_meas: np.ndarray, why: str, news: bool = True) -> None:
+        """Start again from the measured position (the motors were off, or unknown after stale feedback);
+        `news`: a new reason, counted and said (the same one tick after tick is not)."""
+        if news:
+            error = np.abs(q_meas - self._q)
             worst = int(np.argmax(error))
-            self.stats["tethered"] += 1
-            self.events.append(f"{self.names[worst]} is {error[worst]:.3f} rad behind the moving command "
-                               f"(> {r} rad): the command waits within {r} rad of it")
-            self._tethered = True
-
-    def _resync(self, q_meas: np.ndarray, error: np.ndarray) -> None:
-        worst = int(np.argmax(error))
-        self.stats["resyncs"] += 1
-        self.events.append(f"{self.names[worst]} is {error[worst]:.3f} rad from the command (> "
-                           f"{self.cfg.resync_error} rad): command re-seeded from the measured position")
+            self.stats["resyncs"] += 1
+            self.events.append(f"command re-seeded from the measured position: {why}; {self.names[worst]} was "
+                               f"{error[worst]:.3f} rad from it")
         if self._state is S.JOINT_TARGET:
             self.tracker.reset(q_meas)
             if self._last_target is not None:
@@ -313,18 +306,17 @@ class TorsoSpeedController:
         else:
             self.start(q_meas)
 
-    def _joint_tick(self, dt: float, q_meas: np.ndarray) -> None:
+    def _joint_tick(self, dt: float, q_meas: np.ndarray, v_meas: Optional[np.ndarray]) -> None:
         trk = self.tracker
         if self._pending is not None:             # a new target during a move: Ruckig continues from its state
             pending, self._pending = self._pending, None
             if self._give_tracker(pending):
                 self._last_target = pending
         steps = self.clock.ticks(dt)
-        if steps and self.cfg.max_following_error > 0.0:
-            behind = (trk.position - q_meas) * np.sign(trk.velocity)
-            if np.max(behind) > self.cfg.max_following_error:     # the joints lag: the plan's clock waits
-                steps = 0
-                self.stats["paused"] += 1
+        allowed = self.guard.gate(steps, q_meas, v_meas, trk.position, trk.velocity)
+        if allowed < steps:                       # the joints lag and do not keep pace: the plan's clock waits
+            steps = 0
+            self.stats["paused"] += 1
         for _ in range(steps):
             trk.advance()
         if trk.last_error:

@@ -51,6 +51,7 @@ class FeedbackClock:
         self.stale_events = 0
         self._last_tick: Optional[float] = None
         self._debt = 0.0                          # robot time not yet turned into ticks [s]
+        self.period = self.dt                     # robot time between the last two ticks [s] (nominal at first)
 
     # -- freshness -----------------------------------------------------------------------------
     @property
@@ -84,7 +85,10 @@ class FeedbackClock:
         last, self._last_tick = self._last_tick, t
         if last is None or t < last:
             return None
-        return min(t - last, self.max_step)
+        step = min(t - last, self.max_step)
+        if step > 0.0:
+            self.period = step
+        return step
 
     def ticks(self, elapsed: float) -> int:
         """Whole nominal ticks for `elapsed` robot time; the fraction is carried over (at most

@@ -2,33 +2,35 @@
 
 `GroupController.update(feedback, t)` is what `r1_jointTracker_demo_node` does with a feedback message
 of the group: check it, step the group's Ruckig trajectory on the feedback's stamps (the shared
-`FeedbackClock`), re-plan when the joints are far from the plan at rest, wait while they lag it, and
-return the command to publish (MIT: gravity and inertial feed-forward at the upper body's posture;
-PID: the speed limit and torque ratio), or None to publish nothing. `target(...)` takes a target
-and, with `react_to_targets`, returns the next tick's command at once. The node publishes what
+`FeedbackClock`), re-plan from the measured position only when the motors were not holding the
+joints (`mobiman.control.setpoint.SetpointGuard`: reported off by the driver, or unknown while the
+feedback was stale; never because a load pushed them), wait while they lag it and do not keep pace,
+and return the command to publish (MIT: the feed-forward of the upper body on the moving base and the
+servo's damping, `mobiman.control`; PID: the speed limit and torque ratio), or None to publish
+nothing. `target(...)` takes a target and, with `react_to_targets`, returns the next tick's command at
+once. The node publishes what
 these return and logs their `events`; it serialises the calls per group (one lock), and the groups
 share one `UpperBody` (its own lock).
 """
 from __future__ import annotations
 
 import math
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Collection, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mobiman.control.servo import MitServo, ServoSettings
+from mobiman.control.setpoint import SetpointGuard
+from mobiman.control.upper_body import UpperBody
 from mobiman.model.robot_model import RobotModel
 from mobiman.tracker.feedback_clock import FeedbackClock
 from mobiman.tracker.joint_tracker import (
     JointTrajectoryTracker,
     MitGains,
-    Posture,
     TargetError,
     TrackerLimits,
-    clamp_effort,
-    feedforward_at,
     mit_command,
     pid_command,
     read_target,
@@ -38,7 +40,6 @@ from r1_common.settings import ConfigError
 from r1_common.validation import FEEDBACK_MARGIN, InputError, plausible_positions
 
 GROUPS = ("torso", "left_arm", "right_arm")
-AT_REST = 0.05          # [rad/s] measured joint speeds below this: the joints are not moving
 
 
 class Feedback(NamedTuple):
@@ -70,26 +71,6 @@ class Event(NamedTuple):
     text: str
 
 
-class UpperBody:
-    """The robot model and the measured upper body, shared by the groups (for gravity); thread-safe."""
-
-    def __init__(self, model: RobotModel, inertial_gain: float = 1.0) -> None:
-        self.model, self.inertial = model, float(inertial_gain)
-        self.posture = Posture(model)
-        self.lock = threading.Lock()          # one pinocchio Data, one feedback thread per group
-
-    def set(self, group: str, values: Sequence[float] | np.ndarray) -> None:
-        """A group's measured joints; ValueError (InputError) for implausible ones."""
-        with self.lock:
-            self.posture.set(group, values)
-
-    def feedforward(self, group: str, planned: Optional[np.ndarray], acceleration: np.ndarray) -> np.ndarray:
-        """Gravity (+ inertial_gain · M·a) of `group`, its own joints at `planned` (None: measured)."""
-        with self.lock:
-            q = self.posture.q if planned is None else self.posture.with_group(group, planned)
-            return feedforward_at(self.model, q, group, acceleration if self.inertial else None, self.inertial)
-
-
 class GroupController:
     """One group's tick: feedback in, command out (see the module). Thread-unsafe: the caller serialises."""
 
@@ -98,7 +79,10 @@ class GroupController:
                  torque_ratio: Optional[Sequence[float]] = None, gripper_gains: Optional[Tuple[float, float]] = None,
                  gripper_joint: Optional[str] = None, gripper_range: Tuple[float, float] = (0.0, 0.0),
                  gravity_at_plan: bool = False, max_following_error: float = 0.02, resync_error: float = 0.3,
-                 react_to_targets: bool = True) -> None:
+                 react_to_targets: bool = True, servo: Optional[ServoSettings] = None) -> None:
+        """`effort` [N·m]: the joints' torque limits (the URDF's: their motors' peak); `servo`: what the
+        servo adds to t_ff (mobiman.control.servo: damping, gravity feedback, friction; None: nothing);
+        `resync_error`, `max_following_error` [rad]: the SetpointGuard's."""
         if mode not in ("mit", "pid"):
             raise ValueError(f"mode must be mit or pid, not {mode!r}")
         self.name, self.tracker, self.body, self.gains, self.clock = name, tracker, body, gains, clock
@@ -108,10 +92,14 @@ class GroupController:
         self.torque_ratio = np.array([1.0] * n if torque_ratio is None else torque_ratio, float)
         self.gripper_gains, self.gripper_joint, self.gripper_range = gripper_gains, gripper_joint, gripper_range
         self.gravity_at_plan = gravity_at_plan           # the group's own joints at the plan in RNEA
-        self.max_following_error, self.resync_error = float(max_following_error), float(resync_error)
+        self.servo = MitServo(servo if servo is not None else ServoSettings(), gains.kp, self.effort)
+        self.guard = SetpointGuard(n, resync_error, max_following_error)
         self.react_to_targets = react_to_targets
         self.gripper_target: Optional[float] = None
         self.here: Optional[np.ndarray] = None           # the last measured joints, clipped to the limits
+        self.measured_velocity: Optional[np.ndarray] = None   # and their velocities (None: not sent)
+        self.delay = 0.0                                 # the loop's delay at the last tick [s]: feedback age + period
+        self._last_why: Optional[str] = None             # the re-plan reason of the last tick
         self.early = False                               # a tick was sent ahead of this feedback period
         self.last_target: Optional[Tuple[List[float], List[float]]] = None
         self.events: List[Event] = []                    # for the caller to log (and clear)
@@ -125,6 +113,8 @@ class GroupController:
             return "waiting for feedback"
         if self.clock.stale:
             return "feedback stale"
+        if self.guard.off:
+            return "motors off: following the measured position"
         return "at target" if self.tracker.at_target else "moving"
 
     def _say(self, level: str, key: Optional[str], text: str) -> None:
@@ -169,7 +159,7 @@ class GroupController:
         period, and only while the feedback is live."""
         if not self.tracker.started or self.clock.stale or self.early or self.here is None:
             return None
-        if not self._gate(1, self.here):
+        if not self._gate(1):
             return None
         self.early = True
         self.clock.borrow()
@@ -201,22 +191,33 @@ class GroupController:
             self._say("warn", "stamp", f"feedback {arrival.stamp_note}")
         self.body.set(self.name, q)
         if arrival.back:
+            self.guard.feedback_back()
             self._say("info", "back", "feedback is back; publishing again")
         here = np.clip(q, lim.lower, lim.upper)       # a joint resting on its hard stop reads just past it
         self.here = here
+        self.measured_velocity = self._velocity(feedback.velocity, n)
         if not self.tracker.started:
             self.tracker.reset(here)     # hold where the robot is: no jump to zero or a stale target
             self._say("info", None, f"feedback arrived; holding {np.round(q, 3).tolist()}")
-        elif np.max(np.abs(q - self.tracker.position)) > self.resync_error and self._at_rest(feedback.velocity, n):
-            self._resync(q, here)        # far from the plan and not moving: not a lag, the motors are off
+        else:
+            why = self.guard.resync(q, self.tracker.position)
+            if why is not None:              # the motors were not holding the joints: start from where they are
+                self._resync(q, here, why, news=why != self._last_why)
+            self._last_why = why
         self.early = False
-        steps = self._gate(self.clock.ticks_due(arrival.time), here)
+        steps = self._gate(self.clock.ticks_due(arrival.time))
+        self.delay = max(t - arrival.time, 0.0) + self.clock.period
         for _ in range(steps):
             self.tracker.advance()
         if steps and self.tracker.last_error:
             self.counters["ruckig_errors"] += 1
         self.counters["ticks"] += 1
         return self._command(arrival.time)
+
+    def motors(self, powered: Sequence[bool]) -> None:
+        """The driver's report of which joints' motors hold them (mobiman.control.setpoint); ValueError
+        for another count than the group's joints."""
+        self.guard.motors(powered)
 
     def watch(self, t: float) -> bool:
         """The watchdog at ROS time `t`: True when the feedback has just become stale (no output until it is back)."""
@@ -228,45 +229,50 @@ class GroupController:
         return True
 
     # -- the pieces ------------------------------------------------------------------------------
-    def _gate(self, steps: int, here: np.ndarray) -> int:
-        """The ticks the plan may take now: none while the joints lag the moving plan by more than
-        max_following_error (stale commands, a stall, a block: its clock waits for them). Only a lag
-        in the direction of motion counts: a joint ahead of the plan is pulled back by the plan
-        moving on, not by it waiting."""
-        if steps and self.max_following_error > 0.0:
-            behind = (self.tracker.position - here) * np.sign(self.tracker.velocity)
-            if np.max(behind) > self.max_following_error:
-                self.counters["paused"] += 1
-                return 0
-        return steps
+    def _gate(self, steps: int) -> int:
+        """The ticks the plan may take now (mobiman.control.setpoint.SetpointGuard.gate: none while a joint
+        lags the moving plan and does not keep pace)."""
+        assert self.here is not None, "a tick has measured joints"
+        allowed = self.guard.gate(steps, self.here, self.measured_velocity, self.tracker.position,
+                                  self.tracker.velocity)
+        if allowed < steps:
+            self.counters["paused"] += 1
+        return allowed
 
     @staticmethod
-    def _at_rest(velocity: Sequence[float], n: int) -> bool:
-        v = np.asarray(velocity[:n], float)
-        return len(v) == n and bool(np.all(np.abs(v) < AT_REST))
+    def _velocity(velocity: Sequence[float], n: int) -> Optional[np.ndarray]:
+        """The measured joint velocities of a feedback message, None when it has none usable."""
+        if len(velocity) < n:
+            return None
+        v = np.array(velocity[:n], float)
+        return v if np.isfinite(v).all() else None
 
-    def _resync(self, q: np.ndarray, here: np.ndarray) -> None:
-        """The robot is far from the plan (motors off after a fault, blocked, pushed): plan again from
-        where it is, so that re-enabled motors are never yanked toward a stale set-point."""
+    def _resync(self, q: np.ndarray, here: np.ndarray, why: str, news: bool = True) -> None:
+        """The motors were not holding the joints (off, faulted, or unknown after stale feedback): plan again
+        from where they are, so that motors holding again are never yanked toward a stale set-point.
+        `news`: a new reason (counted and said; the same reason tick after tick is not)."""
         err = np.abs(q - self.tracker.position)
         worst = int(np.argmax(err))
-        self.counters["resyncs"] += 1
         self.tracker.reset(here)
         if self.last_target is not None:
             try:
                 self.tracker.set_target(*self.last_target)
             except TargetError:
                 pass
-        self._say("warn", "resync", f"is {err[worst]:.2f} rad from its trajectory at {self.tracker.names[worst]} "
-                                    f"(> {self.resync_error} rad) and not moving: motors off or blocked?; re-planned "
-                                    f"from the measured position ({self.counters['resyncs']} times so far)")
+        if not news:
+            return
+        self.counters["resyncs"] += 1
+        self._say("warn", "resync", f"re-planned from the measured position: {why}; {self.tracker.names[worst]} was "
+                                    f"{err[worst]:.3f} rad from the plan ({self.counters['resyncs']} times so far)")
 
     def _command(self, stamp: Optional[float]) -> GroupCommand:
         """The command for the plan's current state, the gripper appended when it has a target."""
         trk = self.tracker
         if self.mode == "mit":
-            t_ff = self.body.feedforward(self.name, trk.position if self.gravity_at_plan else None, trk.acceleration)
-            t_ff, beyond = clamp_effort(t_ff, self.effort)
+            planned = trk.position if self.gravity_at_plan else None
+            ff = self.body.feedforward(self.name, planned, trk.acceleration, self.servo.share(self.delay))
+            inertia = self.body.inertia(self.name, planned) if self.servo.modal is not None else None
+            t_ff, beyond = self.servo.t_ff(ff, trk.velocity, self.measured_velocity, self.delay, inertia)
             if beyond:
                 self.counters["torque_clamped"] += 1
                 self._say("warn", "torque", f"feed-forward torque beyond the effort limits {self.effort.tolist()} "
@@ -298,7 +304,7 @@ def build_groups(settings: JointTrackerSettings, model: RobotModel, joint_groups
         raise ConfigError(f"groups/{unknown[0]}", f"unknown group (known: {', '.join(GROUPS)})")
     out: Dict[str, GroupController] = {}
     notes: List[str] = []
-    urdf_joints = frozenset(model.model.names[1:])
+    urdf_joints = frozenset(model.joint_names)
     for name in enabled:
         if name not in settings.groups:
             raise ConfigError(f"groups/{name}", "missing: the group is enabled")
@@ -316,7 +322,7 @@ def _group(name: str, s: JointTrackerSettings, cfg: GroupSettings, model: RobotM
            joint_groups: Mapping[str, Sequence[str]], body: UpperBody, urdf_joints: frozenset,
            notes: List[str], wall: Callable[[], float]) -> GroupController:
     n, limits = len(joint_groups[name]), model.limits(name)
-    for key in ("kp", "kd", "velocity_cap", "torque_ratio"):
+    for key in ("kp", "kd", "velocity_cap", "torque_ratio", "friction_coulomb", "friction_viscous"):
         value = getattr(cfg, key)
         if value is not None and len(value) != n:
             raise ConfigError(f"groups/{name}/{key}", f"needs {n} entries, got {value}")
@@ -354,4 +360,11 @@ def _group(name: str, s: JointTrackerSettings, cfg: GroupSettings, model: RobotM
         torque_ratio=cfg.torque_ratio, gripper_gains=(cfg.gripper.kp, cfg.gripper.kd) if cfg.gripper else None,
         gripper_joint=gripper_joint, gripper_range=gripper_range, gravity_at_plan=cfg.gravity_at == "planned",
         max_following_error=s.max_following_error, resync_error=s.resync_error,
-        react_to_targets=s.react_to_targets)
+        react_to_targets=s.react_to_targets, servo=servo_settings(cfg, s, n))
+
+
+def servo_settings(cfg: GroupSettings, s: JointTrackerSettings, n: int) -> ServoSettings:
+    """A group's share of its MIT command (mobiman.control.servo) from the settings."""
+    return ServoSettings(cfg.damping_ratio, s.damping_phase, cfg.gravity_feedback,
+                         tuple(cfg.friction_coulomb or ()), tuple(cfg.friction_viscous or ()), s.friction_smoothing,
+                         *s.feedback_delay)

@@ -42,6 +42,18 @@ class GroupSettings(Settings):
                                                        "(arms only; null: a 7-entry target is dropped)")
     gravity_at: str = setting("measured", "the group's own joints in the gravity feed-forward: at the measured "
                                           "or the planned position", choices=("measured", "planned"))
+    status_topic: str = setting("", "hdas_msg/feedback_status in: the driver's error bits of the group's joints; "
+                                    "a joint reported off re-plans from where it is (empty: not read)")
+    damping_ratio: float = setting(0.0, "damping ratio given through t_ff to each of the group's slow servo modes "
+                                        "the loop can reach, beyond the MIT frame's kd (0: none; "
+                                        "mobiman.control.servo)", low=0.0)
+    gravity_feedback: float = setting(0.0, "share of the group's own gravity taken at the measured posture while "
+                                           "the loop is fast (with gravity_at: planned; 0: at the plan only)",
+                                      low=0.0, high=1.0)
+    friction_coulomb: Optional[List[float]] = setting(None, "N·m; per joint, Coulomb friction cancelled at the "
+                                                            "planned velocity (null: none)", low=0.0)
+    friction_viscous: Optional[List[float]] = setting(None, "N·m·s/rad; per joint, viscous friction cancelled at "
+                                                            "the planned velocity (null: none)", low=0.0)
 
     def __post_init__(self) -> None:
         for key in ("target_topic", "feedback_topic", "command_topic"):
@@ -73,9 +85,23 @@ class JointTrackerSettings(Settings):
                                            "clock (at most one per feedback period)")
     max_following_error: float = setting(MAX_FOLLOWING_ERROR, "rad; the plan's clock waits while a joint lags it "
                                                               "by more, in its direction of motion (0: off)", low=0.0)
-    resync_error: float = setting(0.3, "rad; this far from the plan and not moving (motors off?): re-plan from "
-                                       "the measured position", low=0.0)
+    resync_error: float = setting(0.3, "rad; after stale feedback, a joint this far from the plan re-plans from "
+                                       "the measured position (a load never re-plans it)", low=0.0)
     inertial_feedforward: float = setting(1.0, "gain of M(q)·a_planned added to t_ff (0: gravity only)", low=0.0)
+    base_feedforward: float = setting(1.0, "gain of the base's commanded acceleration in t_ff (0: the base taken "
+                                           "as still)", low=0.0)
+    base_acceleration_topic: str = setting("/motion_control/chassis_acceleration",
+                                           "geometry_msgs/AccelStamped in: the base's commanded acceleration "
+                                           "(chassis control; empty: not read)")
+    base_twist_topic: str = setting("/motion_control/chassis_speed", "geometry_msgs/Twist in: the base's measured "
+                                                                     "twist (turn rate; empty: not read)")
+    base_timeout: float = setting(0.1, "s; a base stream older than this counts as zero (> 0)")
+    friction_smoothing: float = setting(0.02, "rad/s; how fast the Coulomb feed-forward builds up (> 0)")
+    damping_phase: float = setting(0.6, "rad; a servo mode is damped in full while its ω·delay is at most half "
+                                        "this, not at all from this (> 0)")
+    feedback_delay: List[float] = setting([0.03, 0.08], "s; [full, none]: gravity_feedback applies in full up to "
+                                                        "the first loop delay (feedback age + period), not at all "
+                                                        "from the second")
     disable_torso: bool = setting(False, "no torso output (torso speed control commands it)")
     fast: bool = setting(False, "fixed limits (fast_limits), no jerk limit, targets' speeds ignored")
     fast_limits: Dict[str, FastLimits] = setting({}, "per group: fast mode's limits (needed with fast)")
@@ -84,7 +110,9 @@ class JointTrackerSettings(Settings):
     robot_description_param: str = setting("robot_description", "parameter holding the URDF")
 
     def __post_init__(self) -> None:
-        for key in ("feedback_timeout", "nominal_rate_hz"):
+        for key in ("feedback_timeout", "nominal_rate_hz", "base_timeout", "friction_smoothing", "damping_phase"):
             if not getattr(self, key) > 0:
                 raise ValueError(f"{key}: must be > 0, not {getattr(self, key)}")
+        if len(self.feedback_delay) != 2 or not 0.0 <= self.feedback_delay[0] < self.feedback_delay[1]:
+            raise ValueError(f"feedback_delay: needs [full, none] with 0 <= full < none, not {self.feedback_delay}")
 
