@@ -1,8 +1,10 @@
 """The chassis controller's behaviour, ROS-free: twist targets in, module commands out.
 
 `ChassisController` owns what happens between `/motion_target/target_speed_chassis` and
-`/motion_control/control_chassis`: input checks and caps, the twist acceleration limit,
-the command timeout, brake mode, and the swerve kinematics (`mobiman.chassis.swerve`).
+`/motion_control/control_chassis`: input checks and caps, the twist acceleration limit (and, with a
+`PostureLimits`, the lower one the upper body's posture can ride), the command timeout, brake mode,
+and the swerve kinematics (`mobiman.chassis.swerve`). Each step's twist and its rate of change are
+what the upper body's controllers feed forward (`acceleration`).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from mobiman.chassis.posture_limits import PostureLimits
 from mobiman.chassis.swerve import ModuleCommand, SwerveKinematics, Twist2D, limit_twist
 from mobiman.model.robot_model import RobotModel
 from r1_common.settings import Settings, setting
@@ -78,9 +81,14 @@ class ChassisController:
     AXES = ("linear.x", "linear.y", "angular.z")
 
     def __init__(self, kinematics: SwerveKinematics, limits: ChassisLimits, command_timeout: float,
-                 stopped_speed: float = 1e-3):
+                 stopped_speed: float = 1e-3, posture: PostureLimits | None = None):
+        """`posture`: the upper body's limits on the base's acceleration (None: the limits alone); it is
+        applied once it has been updated with a measured posture."""
         self.kin = kinematics
         self.limits = limits
+        self.posture = posture
+        self.posture_limited = 0                      # steps whose acceleration the posture lowered
+        self.acceleration: Twist2D = (0.0, 0.0, 0.0)  # the commanded twist's rate of change at the last step
         self.command_timeout = float(command_timeout)
         self.stopped_speed = float(stopped_speed)
         self.acc = limits.acc_default
@@ -151,7 +159,10 @@ class ChassisController:
         if self._target_stamp is not None and now - self._target_stamp > self.command_timeout:
             self.timed_out = True
             self.target = (0.0, 0.0, 0.0)
-        self.twist = limit_twist(self.twist, self.target, self.acc, dt)
+        before = self.twist
+        self.twist = limit_twist(before, self.target, self.acc, dt)
+        if self.posture is not None and self.posture.fresh and dt > 0.0 and self.twist != before:
+            self.twist = self._within_posture(before, self.twist, dt)
         stopped = max(abs(x) for x in self.twist) < self.stopped_speed
         target_zero = not any(self.target)
         if self.brake and target_zero and stopped:
@@ -170,4 +181,24 @@ class ChassisController:
                 vx, vy, wz = self.twist
                 self.twist = (vx * share, vy * share, wz * share)
         self._angles = cmd.angles.copy()
+        self.acceleration = (0.0, 0.0, 0.0) if dt <= 0.0 else (  # type: ignore[assignment]
+            tuple((a - b) / dt for a, b in zip(self.twist, before)))
         return cmd
+
+    def _within_posture(self, before: Twist2D, after: Twist2D, dt: float) -> Twist2D:
+        """The step from `before` to `after` shortened to what the upper body's posture can ride
+        (PostureLimits.share); braking on an axis is never slowed below its acc_min (a moving base must
+        stop: the floor a stopped command stream has too)."""
+        assert self.posture is not None
+        delta = np.subtract(after, before)
+        share = self.posture.share(delta / dt, turn_rate=before[2])
+        if share >= 1.0:
+            return after
+        self.posture_limited += 1
+        step = delta * share
+        for i in range(3):
+            if delta[i] * before[i] < 0.0:            # toward standstill on this axis
+                floor = min(abs(delta[i]), self.limits.acc_min[i] * dt)
+                if abs(step[i]) < floor:
+                    step[i] = math.copysign(floor, delta[i])
+        return tuple(float(x) for x in np.add(before, step))  # type: ignore[return-value]

@@ -16,12 +16,14 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
 import numpy as np
+import rospkg
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import TransformStamped, Twist
+from geometry_msgs.msg import AccelStamped, TransformStamped, Twist
 from hdas_msg.msg import controller_signal_stamped, motor_control
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
@@ -29,16 +31,27 @@ from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
 from mobiman.chassis.control import ChassisController, ChassisInputError, ChassisLimits, module_positions
+from mobiman.chassis.posture_limits import PostureLimits, SupportPolygon
 from mobiman.chassis.swerve import Odometry2D, SwerveKinematics, SwerveParams
+from mobiman.model.robot_model import RobotModel, load_group_config
 from mobiman.nodes.robot_files import robot_description
 from r1_common.diagnostics import DiagnosticsPublisher, status
 from r1_common.loop_stats import LoopStats
 from r1_common.ros_io import DirectPublisher, WallTimer, run_node
 from r1_common.settings import ConfigError, setting
 from r1_common.throttle import Throttle
-from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
+from r1_common.validation import (
+    FEEDBACK_MARGIN,
+    STREAM_MAX_AGE,
+    STREAM_MAX_AHEAD,
+    InputError,
+    data_time,
+    finite_vector,
+    plausible_positions,
+)
 
 NAME = "chassis_control_node"
+UPPER_BODY = ("torso", "left_arm", "right_arm")   # the groups whose posture bounds the base's acceleration
 HOST_MODE = 5
 
 
@@ -75,6 +88,25 @@ class ChassisSettings(SwerveParams, ChassisLimits):
     motor_command_topic_name: str = setting("/motion_control/control_chassis", "the module commands (stock name)")
     breaking_topic_name: str = setting("/motion_target/brake_mode", "brake mode (stock name)")
     controller_topic: str = setting("/controller", "the remote's signal (its mode gates the targets)")
+    acceleration_topic: str = setting("/motion_control/chassis_acceleration",
+                                      "geometry_msgs/AccelStamped out: the commanded twist's rate of change each "
+                                      "tick, which the upper body's controllers feed forward (empty: not published)")
+    posture_limits: bool = setting(True, "the base accelerates at most what the upper body's measured posture "
+                                         "can ride: its joints within torque_share of their effort, the "
+                                         "zero-moment point zmp_margin inside the wheels (docs/posture.md)")
+    torque_share: float = setting(0.8, "share of each upper-body joint's effort (its motor's peak) the base's "
+                                       "acceleration may ask for with gravity; the rest is the servos' margin",
+                                  low=0.05, high=1.0)
+    zmp_margin: float = setting(0.05, "m; the zero-moment point stays this far inside the wheels' polygon",
+                                low=0.0, high=0.2)
+    posture_rate_hz: float = setting(20.0, "Hz; how often the posture's limits are recomputed (feedback "
+                                           "permitting)", low=0.1, high=500.0)
+    torso_feedback_topic: str = setting("/hdas/feedback_torso", "sensor_msgs/JointState in: the torso's posture")
+    left_arm_feedback_topic: str = setting("/hdas/feedback_arm_left", "sensor_msgs/JointState in: the left arm's "
+                                                                      "posture")
+    right_arm_feedback_topic: str = setting("/hdas/feedback_arm_right", "sensor_msgs/JointState in: the right "
+                                                                        "arm's posture")
+    joint_groups_file: str = setting("", "the joint groups (empty: mobiman's config/r1_joint_groups.yaml)")
 
     def __post_init__(self) -> None:
         SwerveParams.__post_init__(self)
@@ -105,7 +137,12 @@ class ChassisControlNode:
                               f"in {s.base_frame}: {e}") from None
         kin = SwerveKinematics(xy, s)
         self.throttle = Throttle(period=5.0)
-        self.controller = ChassisController(kin, s, s.command_timeout)
+        self.posture = self._posture_limits(s, urdf, xy) if s.posture_limits else None
+        self.posture_period = 1.0 / s.posture_rate_hz
+        self.base_frame = s.base_frame
+        self._posture_due = -1e9
+        self.bad_posture = 0
+        self.controller = ChassisController(kin, s, s.command_timeout, posture=self.posture)
         self.n = kin.n
         self.feedback_timeout = s.feedback_timeout
         self.lock = threading.Lock()
@@ -142,12 +179,47 @@ class ChassisControlNode:
         rospy.Subscriber("/motion_target/chassis_acc_limit", Twist, self._on_acc_limit, queue_size=5)
         rospy.Subscriber(s.breaking_topic_name, Bool, self._on_brake, queue_size=5)
         rospy.Subscriber(s.controller_topic, controller_signal_stamped, self._on_controller, queue_size=5)
+        self.acc_pub = DirectPublisher(s.acceleration_topic, AccelStamped, tcp_nodelay=True) \
+            if s.acceleration_topic else None
+        if self.posture is not None:
+            for group, topic in (("torso", s.torso_feedback_topic), ("left_arm", s.left_arm_feedback_topic),
+                                 ("right_arm", s.right_arm_feedback_topic)):
+                rospy.Subscriber(topic, JointState, self._on_posture, group, queue_size=1)
         WallTimer(0.05, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NAME)
         rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s; "
                       "one tick per chassis feedback message; waiting for chassis feedback")
 
+    @staticmethod
+    def _posture_limits(s: ChassisSettings, urdf: str, xy: np.ndarray) -> PostureLimits:
+        """The upper body's limits on the base's acceleration: the robot on a planar base, the wheels' polygon
+        at the steer axes. ConfigError for joint groups the URDF does not have."""
+        groups_file = s.joint_groups_file or str(Path(rospkg.RosPack().get_path("mobiman"))
+                                                 / "config/r1_joint_groups.yaml")
+        joint_groups, _ = load_group_config(groups_file)
+        try:
+            model = RobotModel(urdf, joint_groups, planar_base=True)
+            return PostureLimits(model, UPPER_BODY, SupportPolygon.of_points(xy), s.torque_share, s.zmp_margin)
+        except (KeyError, ValueError) as e:
+            raise ConfigError("joint_groups_file", f"the upper body's groups do not fit the URDF: {e}") from None
+
     # -- inputs ----------------------------------------------------------------------------
+    def _on_posture(self, msg: JointState, group: str) -> None:
+        """A group's measured joints for the posture's limits (checked: finite, within its range's margin)."""
+        assert self.posture is not None
+        model = self.posture.model
+        n = len(model.group(group).joints)
+        try:
+            q = finite_vector(msg.position[:n], f"{group} feedback position", (n,))
+            lim = model.limits(group)
+            plausible_positions(q, lim.lower, lim.upper, FEEDBACK_MARGIN, f"{group} feedback position")
+        except InputError as e:
+            self.bad_posture += 1
+            self.throttle(rospy.logerr, f"posture/{group}", f"{NAME}: {group} feedback ignored: {e}")
+            return
+        with self.lock:
+            self.posture.set_posture(group, q)
+
     def _vetoed(self, msg: Any) -> bool:
         """The remote is in a mode other than host control: only the remote-control manager drives.
 
@@ -273,7 +345,11 @@ class ChassisControlNode:
     def _tick(self, stamp: float, angles: np.ndarray) -> float:
         """One control step on the feedback's stamp with its measured steering angles; the command's stamp."""
         with self.lock:
+            if self.posture is not None and not self.posture.fresh and stamp - self._posture_due >= 0.0:
+                self.posture.update()                  # (at the posture's pace: a few RNEA)
+                self._posture_due = stamp + self.posture_period
             cmd = self.controller.step(stamp, angles)
+            acceleration = self.controller.acceleration
         out = motor_control()
         out.header.stamp = rospy.Time.now()
         out.name = "chassis"
@@ -281,6 +357,11 @@ class ChassisControlNode:
         out.v_des = cmd.speeds.tolist()
         out.kp = out.kd = out.t_ff = [0.0] * self.n
         self.cmd_pub.publish(out)
+        if self.acc_pub is not None:
+            acc = AccelStamped()
+            acc.header.stamp, acc.header.frame_id = rospy.Time.from_sec(stamp), self.base_frame
+            acc.accel.linear.x, acc.accel.linear.y, acc.accel.angular.z = acceleration
+            self.acc_pub.publish(acc)
         self.counts["ticks"] += 1
         return out.header.stamp.to_sec()
 
@@ -305,6 +386,15 @@ class ChassisControlNode:
                       "acceleration limits": list(c.acc), "brake mode": c.brake,
                       "odometry": [round(self.odom.x, 3), round(self.odom.y, 3), round(self.odom.yaw, 3)],
                       "remote mode": self.rc_mode, **counts}
+            if self.posture is not None and self.posture.fresh:
+                up, down = self.posture.axis_limits(c.twist[2], c.acc)
+                values.update({"posture acceleration limits +": np.round(up, 2).tolist(),
+                               "posture acceleration limits -": np.round(down, 2).tolist(),
+                               "posture limited steps": c.posture_limited, "bad posture feedback": self.bad_posture,
+                               "posture beyond its torque budget at rest": self.posture.worst() or "no"})
+                lowered = any(u < a - 1e-6 or d < a - 1e-6 for u, d, a in zip(up, down, c.acc))
+                if lowered and level == DiagnosticStatus.OK:
+                    text = "driving, acceleration lowered for the upper body's posture"
         return [status(f"{NAME}: chassis", "chassis", level, text, self.stats.values(now, values))]
 
 
