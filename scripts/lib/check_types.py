@@ -51,6 +51,7 @@ CORES = (
     "src/HDAS/src/hdas/urdf_limits.py",
     # mobiman: the cores (nodes, benchmarks and demo are ROS wrappers and tools)
     "src/mobiman/src/mobiman/model",
+    "src/mobiman/src/mobiman/control",
     "src/mobiman/src/mobiman/arm",
     "src/mobiman/src/mobiman/tracker",
     "src/mobiman/src/mobiman/torso",
@@ -75,6 +76,8 @@ CORES = (
     "src/r1_sim/src/r1_sim/sim_settings.py",
     "src/r1_sim/src/r1_sim/simbus.py",
     "src/r1_sim/src/r1_sim/world_file.py",
+    # startup_config: the whole stack's ROS-free parts
+    "src/startup_config/src/r1_startup/posture_rig.py",
 )
 
 # --ignore-missing-imports leaves out the packages whose stubs typeshed once bundled (yaml): mypy asks for
