@@ -173,14 +173,14 @@ class ChassisControlNode:
         # /tf written directly (as /odom), not through tf2_ros.TransformBroadcaster: its queued
         # publisher woke a writer thread per transform, a quarter of this node's CPU at 200 Hz
         self.tf = DirectPublisher("/tf", TFMessage) if s.publish_odom and s.publish_odom_tf else None
+        self.acc_pub = DirectPublisher(s.acceleration_topic, AccelStamped, tcp_nodelay=True) \
+            if s.acceleration_topic else None
 
         rospy.Subscriber(s.current_motor_topic_name, JointState, self._on_feedback, queue_size=5, tcp_nodelay=True)
         rospy.Subscriber(s.chassis_control_topic_name, Twist, self._on_target, queue_size=5, tcp_nodelay=True)
         rospy.Subscriber("/motion_target/chassis_acc_limit", Twist, self._on_acc_limit, queue_size=5)
         rospy.Subscriber(s.breaking_topic_name, Bool, self._on_brake, queue_size=5)
         rospy.Subscriber(s.controller_topic, controller_signal_stamped, self._on_controller, queue_size=5)
-        self.acc_pub = DirectPublisher(s.acceleration_topic, AccelStamped, tcp_nodelay=True) \
-            if s.acceleration_topic else None
         if self.posture is not None:
             for group, topic in (("torso", s.torso_feedback_topic), ("left_arm", s.left_arm_feedback_topic),
                                  ("right_arm", s.right_arm_feedback_topic)):
