@@ -10,6 +10,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import scipy.linalg
+from conftest import GROUPS, URDF
 
 from mobiman.control.base_motion import STILL, BaseMotion, BaseMotionInput
 from mobiman.control.servo import MitServo, ModalDamping, ServoSettings, clamp_effort
@@ -17,8 +18,6 @@ from mobiman.control.setpoint import SetpointGuard, powered_joints
 from mobiman.control.upper_body import UpperBody, feedforward_at
 from mobiman.model.robot_model import RobotModel, load_group_config
 from r1_common.validation import InputError
-
-from conftest import GROUPS, URDF
 
 ARMS_DOWN = {"left_arm": [-1.5708, 0.0, -2.8919, 0.0, 0.0657, 0.0], "right_arm": [1.5708, 0.0, -2.8827, 0.0, -0.0657, 0.0]}
 CROUCHED = [1.0, -2.0, -1.0, 0.0]
@@ -44,12 +43,14 @@ def test_base_motion_is_the_latest_of_each_stream_and_zero_once_stale() -> None:
 
 @pytest.mark.parametrize("bad", [(float("nan"), 0.0, 0.0), (0.0, float("inf"), 0.0), (25.0, 0.0, 0.0),
                                  (0.0, 0.0, -30.0), (1.0, 2.0)])
-def test_a_base_acceleration_beyond_the_base_or_not_finite_is_refused_and_the_last_kept(bad) -> None:
+def test_a_base_acceleration_beyond_the_base_or_not_finite_is_refused_and_counts_as_zero(bad) -> None:
     b = BaseMotionInput()
     b.set_acceleration((1.0, 0.0, 0.0), 0.0)
     with pytest.raises(InputError):
         b.set_acceleration(bad, 0.01)
-    assert b.at(0.02).acceleration == (1.0, 0.0, 0.0)
+    assert b.at(0.02).acceleration == (0.0, 0.0, 0.0)
+    b.set_acceleration((1.0, 0.0, 0.0), 0.03)
+    assert b.at(0.04).acceleration == (1.0, 0.0, 0.0)
     with pytest.raises(InputError):
         b.set_twist((6.0, 0.0, 0.0), 0.0)
     with pytest.raises(ValueError):

@@ -33,6 +33,7 @@ from hdas.errors import UNPOWERED
 from hdas.motor_group import ChassisGroup, MotorGroup
 from hdas.urdf_limits import limit_arrays, read_limits
 from mobiman.chassis.control import ChassisController, ChassisLimits, module_positions
+from mobiman.chassis.posture_limits import PostureLimits, SupportPolygon
 from mobiman.chassis.swerve import SwerveKinematics, SwerveParams
 from mobiman.control.base_motion import BaseMotionInput
 from mobiman.control.upper_body import UpperBody
@@ -42,6 +43,7 @@ from mobiman.torso.loop import TorsoLoop
 from mobiman.tracker.group import Feedback, GroupCommand, build_groups
 from mobiman.tracker.settings import JointTrackerSettings
 from r1_can.config import RobotConfig, parse_config
+from r1_common.validation import InputError
 from r1_sim.robot import SimRobot
 
 SRC = Path(__file__).resolve().parents[3]
@@ -69,12 +71,13 @@ class PostureRig:
     def __init__(self, profile: str = "light", torso: str = "speed", scene: str = "empty",
                  feedback_delay: float = 0.0, command_delay: float = 0.0, sim: Optional[dict] = None,
                  tracker: Optional[dict] = None,
-                 torso_speed: Optional[dict] = None, chassis: Optional[dict] = None,
+                 torso_speed: Optional[dict] = None, chassis: Optional[dict] = None, posture_limits: bool = True,
                  urdf_path: Optional[Path] = None):
         """`profile`: the bus rates (stock, light); `torso`: who drives it (speed: torso speed control,
         joint: the tracker); `scene`: the simulated world; `feedback_delay`, `command_delay` [s]: added to
         every feedback's way to its controller and every command's to the driver; `sim`, `tracker`,
-        `torso_speed`, `chassis`: parameters over the stack's YAML."""
+        `torso_speed`, `chassis`: parameters over the stack's YAML; `posture_limits`: chassis control lowers
+        the base's acceleration for the upper body's posture, as its node does by default."""
         if profile not in PROFILES or torso not in ("speed", "joint") or min(feedback_delay, command_delay) < 0.0:
             raise ValueError(f"profile {profile!r}, torso {torso!r}, delays {feedback_delay}, {command_delay}")
         buses, physics_hz = PROFILES[profile]
@@ -114,9 +117,12 @@ class PostureRig:
             self.torso = TorsoLoop(self.model, TorsoSpeedConfig.from_params(torso_params))   # its own, as its node
             self.torso.clock._wall = lambda: self.now              # stale only on the robot's clock here
         steer = [m.joint for m in self.config.groups["chassis"].motors[:3]]
-        self.chassis = ChassisController(SwerveKinematics(module_positions(self.urdf, steer, "base_link"),
-                                                          SwerveParams()),
-                                         ChassisLimits.from_params(chassis or {}), command_timeout=0.2)
+        xy = module_positions(self.urdf, steer, "base_link")
+        self.posture = PostureLimits(self.model, ("torso", "left_arm", "right_arm"), SupportPolygon.of_points(xy)) \
+            if posture_limits else None
+        self._posture_due = 0.0
+        self.chassis = ChassisController(SwerveKinematics(xy, SwerveParams()), ChassisLimits.from_params(chassis or {}),
+                                         command_timeout=0.2, posture=self.posture)
         self.base_input = BaseMotionInput(tracker_settings.base_timeout)
         self.feedback_delay, self.command_delay = float(feedback_delay), float(command_delay)
         self._pending: Dict[str, Deque[Tuple[float, GroupCommand]]] = {n: collections.deque() for n in self.groups}
@@ -252,14 +258,20 @@ class PostureRig:
         angles, speeds, _ = group.snapshot()
         if not np.isfinite(angles).all():
             return
-        twist_before = self.chassis.twist
-        t_before = self.chassis._last_step
+        if self.posture is not None and self.now >= self._posture_due:    # the node's pace: 20 Hz
+            self._posture_due = self.now + 0.05
+            for name in ("torso", "left_arm", "right_arm"):
+                position = self.groups[name].snapshot()[0]
+                if np.isfinite(position).all():
+                    self.posture.set_posture(name, position[:self.groups[name].n_joints])
+            self.posture.update()
         cmd = self.chassis.step(self.now, angles)
-        dt = 0.0 if t_before is None else self.now - t_before
-        if dt > 0.0:
-            acc = [(a - b) / dt for a, b in zip(self.chassis.twist, twist_before)]
-            self.base_input.set_acceleration(acc, self.now)
-        self.base_input.set_twist(self.chassis.kin.forward(angles, speeds), self.now)
+        for setter, values in ((self.base_input.set_acceleration, self.chassis.acceleration),   # as the nodes do
+                               (self.base_input.set_twist, self.chassis.kin.forward(angles, speeds))):
+            try:
+                setter(values, self.now)
+            except InputError:
+                self.events.append(f"base motion dropped: {values}")
         group.set_command(cmd.angles.tolist(), cmd.speeds.tolist(), [0.0] * 3, [0.0] * 3, [0.0] * 3, self.now)
 
 

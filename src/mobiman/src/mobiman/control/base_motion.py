@@ -72,14 +72,24 @@ class BaseMotionInput:
         self._twist_at = -math.inf
 
     def set_acceleration(self, acceleration: Sequence[float], now: float) -> None:
-        """The commanded acceleration (ax, ay, alpha) at time `now`; InputError for a bad one (dropped)."""
-        self._acceleration = _checked(acceleration, MAX_LINEAR_ACCELERATION, MAX_ANGULAR_ACCELERATION,
-                                      "base acceleration")
+        """The commanded acceleration (ax, ay, alpha) at time `now`. InputError for a bad one: dropped, and
+        the stream counts as zero until a good one (no feed-forward rather than a stale one)."""
+        try:
+            self._acceleration = _checked(acceleration, MAX_LINEAR_ACCELERATION, MAX_ANGULAR_ACCELERATION,
+                                          "base acceleration")
+        except InputError:
+            self._acceleration_at = -math.inf
+            raise
         self._acceleration_at = float(now)
 
     def set_twist(self, twist: Sequence[float], now: float) -> None:
-        """The measured twist (vx, vy, wz) at time `now`; InputError for a bad one (dropped)."""
-        self._twist = _checked(twist, MAX_LINEAR_SPEED, MAX_ANGULAR_SPEED, "base twist")
+        """The measured twist (vx, vy, wz) at time `now`. InputError for a bad one: dropped, and the stream
+        counts as zero until a good one."""
+        try:
+            self._twist = _checked(twist, MAX_LINEAR_SPEED, MAX_ANGULAR_SPEED, "base twist")
+        except InputError:
+            self._twist_at = -math.inf
+            raise
         self._twist_at = float(now)
 
     def at(self, now: float) -> BaseMotion:
