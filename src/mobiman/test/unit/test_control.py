@@ -19,7 +19,8 @@ from mobiman.control.upper_body import UpperBody, feedforward_at
 from mobiman.model.robot_model import RobotModel, load_group_config
 from r1_common.validation import InputError
 
-ARMS_DOWN = {"left_arm": [-1.5708, 0.0, -2.8919, 0.0, 0.0657, 0.0], "right_arm": [1.5708, 0.0, -2.8827, 0.0, -0.0657, 0.0]}
+ARMS_DOWN = {"left_arm": [-1.5708, 0.0, -2.8919, 0.0, 0.0657, 0.0],
+             "right_arm": [1.5708, 0.0, -2.8827, 0.0, -0.0657, 0.0]}
 CROUCHED = [1.0, -2.0, -1.0, 0.0]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import GROUPS, URDF
 
 from mobiman.chassis.control import ChassisController, ChassisLimits, module_positions
 from mobiman.chassis.posture_limits import GRAVITY, PostureLimits, SupportPolygon
@@ -13,12 +14,9 @@ from mobiman.control.base_motion import BaseMotion
 from mobiman.control.upper_body import feedforward_at
 from mobiman.model.robot_model import RobotModel, load_group_config
 
-from conftest import GROUPS, URDF
-
 STEER = ["steer_motor_joint1", "steer_motor_joint2", "steer_motor_joint3"]
 ARMS_OUT = {"left_arm": [0.0073, 2.3004, -1.0006, -1.5632, -1.2998, 1.5688],
             "right_arm": [-0.0073, 2.3003, -1.0006, 1.5632, 1.2998, -1.5688]}
-ARMS_DOWN = {"left_arm": [-1.5708, 0.0, -2.8919, 0.0, 0.0657, 0.0], "right_arm": [1.5708, 0.0, -2.8827, 0.0, -0.0657, 0.0]}
 LEANING = [1.4, -2.2, -0.8, 0.0]       # the demo's pick posture: torso_link4 forward over the table
 
 
