@@ -11,7 +11,8 @@ import rospy
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 
-from mobiman.demo.scripted import PICK_TORSO, Demo, DemoConfig
+from mobiman.demo.pick import PICK_TORSO
+from mobiman.demo.scripted import Demo, DemoConfig
 
 
 class Held:
