@@ -171,12 +171,15 @@ class PostureRun:
         return self._case(f"{label}drive {name}", disturb, axis)
 
     def push(self, name: str) -> CaseResult:
-        link, force = PUSHES[name]
+        """One of PUSHES."""
+        return self.push_at(*PUSHES[name], f"push {name}")
 
+    def push_at(self, link: str, force: Tuple[float, float, float], case: str) -> CaseResult:
+        """A force [N] in the world's axes at a link's origin for PUSH_SECONDS."""
         def disturb() -> None:
             self.rig.push(link, force, PUSH_SECONDS)
             self.rig.run(PUSH_SECONDS)
-        return self._case(f"push {name}", disturb)
+        return self._case(case, disturb)
 
     def add_payload(self, mass: float, link: str = "right_gripper_link") -> None:
         """A mass [kg] the controllers do not know, fixed at `link` (its inertia about its centre: a 5 cm
