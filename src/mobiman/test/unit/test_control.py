@@ -42,8 +42,8 @@ def test_base_motion_is_the_latest_of_each_stream_and_zero_once_stale() -> None:
     assert b.at(10.2).still
 
 
-@pytest.mark.parametrize("bad", [(float("nan"), 0.0, 0.0), (0.0, float("inf"), 0.0), (25.0, 0.0, 0.0),
-                                 (0.0, 0.0, -30.0), (1.0, 2.0)])
+@pytest.mark.parametrize("bad", [(float("nan"), 0.0, 0.0), (0.0, float("inf"), 0.0), (5.5, 0.0, 0.0),
+                                 (0.0, 0.0, -6.0), (1.0, 2.0)])
 def test_a_base_acceleration_beyond_the_base_or_not_finite_is_refused_and_counts_as_zero(bad) -> None:
     b = BaseMotionInput()
     b.set_acceleration((1.0, 0.0, 0.0), 0.0)
@@ -53,7 +53,7 @@ def test_a_base_acceleration_beyond_the_base_or_not_finite_is_refused_and_counts
     b.set_acceleration((1.0, 0.0, 0.0), 0.03)
     assert b.at(0.04).acceleration == (1.0, 0.0, 0.0)
     with pytest.raises(InputError):
-        b.set_twist((6.0, 0.0, 0.0), 0.0)
+        b.set_twist((3.5, 0.0, 0.0), 0.0)
     with pytest.raises(ValueError):
         BaseMotionInput(timeout=0.0)
 

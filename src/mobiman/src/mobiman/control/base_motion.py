@@ -24,11 +24,12 @@ from r1_common.validation import InputError
 
 Triple = Tuple[float, float, float]
 
-# What the R1's base can do, with a wide margin: a value beyond it is a bad message, not a motion.
-MAX_LINEAR_ACCELERATION = 20.0    # [m/s²] (the chassis' limit is 2.5)
-MAX_ANGULAR_ACCELERATION = 20.0   # [rad/s²] (1.0)
-MAX_LINEAR_SPEED = 5.0            # [m/s] (1.5)
-MAX_ANGULAR_SPEED = 10.0          # [rad/s] (3.0)
+# Twice what the R1's chassis commands at most: a value beyond it is a bad message, not a motion (a step
+# of the commanded twist while a module turns, a program's garbage), and brings no feed-forward.
+MAX_LINEAR_ACCELERATION = 5.0     # [m/s²] (the chassis' limit is 2.5)
+MAX_ANGULAR_ACCELERATION = 5.0    # [rad/s²] (1.0)
+MAX_LINEAR_SPEED = 3.0            # [m/s] (1.5)
+MAX_ANGULAR_SPEED = 6.0           # [rad/s] (3.0)
 
 
 @dataclass(frozen=True)
