@@ -59,8 +59,9 @@ TRANSITIONS: Dict[Tuple[TorsoState, TorsoState], str] = {
     (S.HOLDING, S.SPEED): "speed commands arrive",
     (S.SPEED, S.STOPPING): "no speed command for command_timeout: decelerate to zero",
     (S.STOPPING, S.SPEED): "speed commands arrive again",
-    (S.STOPPING, S.HOLDING): "at rest; or a re-seed",
-    (S.SPEED, S.HOLDING): "re-seeded from the measurement (resync) or start(): at rest there",
+    (S.STOPPING, S.HOLDING): "at rest; or a re-seed (motors off, or far after stale feedback)",
+    (S.SPEED, S.HOLDING): "re-seeded from the measurement (motors off, or far after stale feedback) or start(): "
+                          "at rest there",
     (S.HOLDING, S.BRAKING): "a joint target (the move starts on the next tick)",
     (S.SPEED, S.BRAKING): "a joint target: speed control brakes to rest first",
     (S.STOPPING, S.BRAKING): "a joint target: speed control brakes to rest first",
