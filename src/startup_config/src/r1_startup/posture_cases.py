@@ -8,8 +8,9 @@ the posture, then meets each disturbance in turn, at rest and held before each:
 * the base at the chassis' acceleration limits: driving forward to 1 m/s and stopping (+x then −x at
   2.5 m/s²), sideways to 0.5 m/s and back to rest (±y at 1 m/s²), turning to 1 rad/s and stopping (±yaw
   at 1 rad/s²);
-* a push for 0.3 s: 60 N forward and backward at torso_link4 (a firm shove at the shoulders), 5 N along
-  each axis at the right gripper (the wrists hold with the guide's kp 20 N·m/rad: 0.05 rad is 1 N·m there);
+* a push for 0.3 s at a link's centre of mass: 60 N forward and backward at torso_link4 (a firm shove at the
+  shoulders), 5 N along each axis at the right gripper (the wrists hold with the guide's kp 20 N·m/rad:
+  0.05 rad is 1 N·m there);
 * a payload: a mass added to the right gripper (the controllers do not know it), then the drives again.
 
 Each case's figures (`CaseResult`) are judged (`CaseResult.judge`, the issue's "done when"): no upper-body
@@ -87,6 +88,25 @@ class CaseResult:
         return asdict(self)
 
 
+def judge_motion(samples: Sequence[Tuple[float, Dict[str, float]]], held: Dict[str, float], end: float,
+                 limits: Dict[str, Tuple[float, float]]) -> Tuple[float, str, float, float]:
+    """From (time [s], joint positions by name) samples of a case, the positions `held` before it, the time its
+    disturbance `end`ed and the joints' `limits`: (the largest deviation of an UPPER joint [rad], which joint,
+    how long after `end` every one was back within SETTLE_TOLERANCE for good [s] (inf: not within the
+    samples), the least distance to its limit of a joint not held at one [rad])."""
+    deviation = {j: max(abs(q[j] - held[j]) for _, q in samples) for j in UPPER}
+    worst = max(deviation, key=deviation.get)   # type: ignore[arg-type]
+    last_out = end
+    for t, q in samples:
+        if t >= end and any(abs(q[j] - held[j]) > SETTLE_TOLERANCE for j in UPPER):
+            last_out = t
+    settle = last_out - end if last_out < samples[-1][0] else math.inf
+    # the least distance to a limit of the joints not held at one (the hanging arms rest on joint 2's stop)
+    free = {j: lh for j, lh in limits.items() if min(held[j] - lh[0], lh[1] - held[j]) > LIMIT_TOLERANCE}
+    margin = min(min(q[j] - lo, hi - q[j]) for _, q in samples for j, (lo, hi) in free.items())
+    return deviation[worst], worst, settle, margin
+
+
 def _resyncs(rig: PostureRig) -> int:
     total = sum(c.counters["resyncs"] for c in rig.tracked.values())
     return total + (rig.torso.controller.stats["resyncs"] if rig.torso is not None else 0)
@@ -142,17 +162,8 @@ class PostureRun:
         end = rig.now
         rig.run(1.5, lambda r: r.drive((0.0, 0.0, 0.0)))
         samples = rig.samples
-        deviation = {j: max(abs(s.q[j] - held[j]) for s in samples) for j in UPPER}
-        worst = max(deviation, key=deviation.get)   # type: ignore[arg-type]
-        last_out = end
-        for s in samples:
-            if s.t >= end and any(abs(s.q[j] - held[j]) > SETTLE_TOLERANCE for j in UPPER):
-                last_out = s.t
-        settle = last_out - end if last_out < samples[-1].t else math.inf
-        # the least distance to a limit of the joints not held at one (the arms hang on joint 2's stop)
-        free = {j: lh for j, lh in self._limits.items() if min(held[j] - lh[0], lh[1] - held[j]) > LIMIT_TOLERANCE}
-        margin = min(min(s.q[j] - lo, hi - s.q[j]) for s in samples for j, (lo, hi) in free.items())
-        result = CaseResult(self.controller, self.torso, self.arms, case, deviation[worst], worst, settle, margin,
+        deviation, worst, settle, margin = judge_motion([(s.t, s.q) for s in samples], held, end, self._limits)
+        result = CaseResult(self.controller, self.torso, self.arms, case, deviation, worst, settle, margin,
                             max(rig.max_motor_ratio.values(), default=0.0),
                             _base_acceleration(samples, axis) if axis is not None else [],
                             _resyncs(rig) - resyncs).judge()
@@ -175,7 +186,7 @@ class PostureRun:
         return self.push_at(*PUSHES[name], f"push {name}")
 
     def push_at(self, link: str, force: Tuple[float, float, float], case: str) -> CaseResult:
-        """A force [N] in the world's axes at a link's origin for PUSH_SECONDS."""
+        """A force [N] in the world's axes at a link's centre of mass for PUSH_SECONDS."""
         def disturb() -> None:
             self.rig.push(link, force, PUSH_SECONDS)
             self.rig.run(PUSH_SECONDS)

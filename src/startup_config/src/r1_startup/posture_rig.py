@@ -161,7 +161,8 @@ class PostureRig:
         self.chassis.set_target((vx, vy, wz), self.now)
 
     def push(self, link: str, force: Sequence[float], duration: float) -> None:
-        """A force [N] in the world's axes at a link's origin for `duration` [s] of simulated time."""
+        """A force [N] in the world's axes at a link's centre of mass (MuJoCo's xfrc_applied) for `duration` [s] of
+        simulated time."""
         world = self.robot.world
         body = world.model.body(link).id
         self._push = (body, np.array(list(force) + [0.0, 0.0, 0.0]), self.now + duration)
