@@ -121,6 +121,17 @@ def test_chassis_control_brakes_at_what_the_posture_allows_and_says_what_it_comm
     assert -min(a[0] for _, _, a in free) == pytest.approx(2.5, rel=1e-6)
 
 
+def test_the_limits_apply_while_the_posture_streams_in_between_updates(limits) -> None:
+    """The node sets each group's posture at the feedback's rate and updates the limits at its own pace:
+    the last update's limits apply meanwhile (not only right after an update)."""
+    c = chassis(stand(limits, LEANING, ARMS_OUT))
+    limits.set_posture("torso", LEANING)                   # a feedback message since the update
+    assert limits.changed and limits.known
+    run(c, (1.0, 0.0, 0.0), 1.0)
+    trace = run(c, (0.0, 0.0, 0.0), 1.0, t0=1.0)
+    assert -min(a[0] for _, _, a in trace) < 2.4 and c.posture_limited > 0
+
+
 def test_braking_is_never_slowed_below_acc_min(limits) -> None:
     c = chassis(stand(limits, [1.0, 1.0, 0.0, 0.0], ARMS_OUT))   # a posture already beyond: no share left
     c.twist = (1.0, 0.0, 0.0)

@@ -161,7 +161,7 @@ class ChassisController:
             self.target = (0.0, 0.0, 0.0)
         before = self.twist
         self.twist = limit_twist(before, self.target, self.acc, dt)
-        if self.posture is not None and self.posture.fresh and dt > 0.0 and self.twist != before:
+        if self.posture is not None and self.posture.known and dt > 0.0 and self.twist != before:
             self.twist = self._within_posture(before, self.twist, dt)
         stopped = max(abs(x) for x in self.twist) < self.stopped_speed
         target_zero = not any(self.target)

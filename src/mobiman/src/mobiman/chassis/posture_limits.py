@@ -91,14 +91,15 @@ class PostureLimits:
         self.tau_w2 = np.zeros(len(self.joints))    # per (rad/s)² of the base's turn rate
         self.A = np.zeros((len(self.joints), 3))    # per unit of base acceleration
         self.com = np.zeros(3)
-        self.fresh = False
+        self.known = False      # updated for a measured posture at least once: the limits apply
+        self.changed = False    # the posture changed since the last update
 
     def set_posture(self, group: str, q: Sequence[float] | np.ndarray) -> None:
         """A group's measured joints (checked by the caller: finite, plausible)."""
         values = np.asarray(q, dtype=float)[:len(self.model.group(group).joints)]
         self.model.set_group(self._q, group, values)
         self._posture[group] = values
-        self.fresh = False
+        self.changed = True
 
     def update(self) -> None:
         """The torques and the centre of mass at the posture set (a few RNEA: at a posture's pace, not per tick)."""
@@ -113,7 +114,7 @@ class PostureLimits:
         v[BASE_TWIST.start + 2] = 1.0
         self.tau_w2 = pin.rnea(m.model, m.data, q, v, zero)[self._idx] - self.tau0
         self.com = pin.centerOfMass(m.model, m.data, q).copy()
-        self.fresh = True
+        self.known, self.changed = True, False
 
     # -- the constraints, each f0 + s·f1 ≤ b for a share s of the step's acceleration ------------------
     def _constraints(self, acceleration: np.ndarray, turn_rate: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

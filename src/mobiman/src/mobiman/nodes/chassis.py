@@ -345,7 +345,7 @@ class ChassisControlNode:
     def _tick(self, stamp: float, angles: np.ndarray) -> float:
         """One control step on the feedback's stamp with its measured steering angles; the command's stamp."""
         with self.lock:
-            if self.posture is not None and not self.posture.fresh and stamp - self._posture_due >= 0.0:
+            if self.posture is not None and self.posture.changed and stamp - self._posture_due >= 0.0:
                 self.posture.update()                  # (at the posture's pace: a few RNEA)
                 self._posture_due = stamp + self.posture_period
             cmd = self.controller.step(stamp, angles)
@@ -386,7 +386,7 @@ class ChassisControlNode:
                       "acceleration limits": list(c.acc), "brake mode": c.brake,
                       "odometry": [round(self.odom.x, 3), round(self.odom.y, 3), round(self.odom.yaw, 3)],
                       "remote mode": self.rc_mode, **counts}
-            if self.posture is not None and self.posture.fresh:
+            if self.posture is not None and self.posture.known:
                 up, down = self.posture.axis_limits(c.twist[2], c.acc)
                 values.update({"posture acceleration limits +": np.round(up, 2).tolist(),
                                "posture acceleration limits -": np.round(down, 2).tolist(),
