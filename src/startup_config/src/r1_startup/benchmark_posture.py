@@ -123,7 +123,7 @@ def plot(result: dict, path: Path) -> None:
     ax[1, 1].plot([1e3 * r["feedback_delay"] for r in rows], [r["deviation"] for r in rows], "o-", label="deviation")
     ax[1, 1].plot([1e3 * r["feedback_delay"] for r in rows], [min(r["settle"], 5.0) / 10 for r in rows], "s--",
                   label="back within 0.01 rad after [s / 10]")
-    ax[1, 1].set(title="60 N at the shoulders, crouched: feedback held back", xlabel="ms", ylabel="rad")
+    ax[1, 1].set(title="50 N at the shoulders, crouched: feedback held back", xlabel="ms", ylabel="rad")
     ax[1, 1].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -156,7 +156,7 @@ def markdown(result: dict) -> str:
               "| where | force [N] | deviation [rad] | joint | back after [s] |", "|---|---|---|---|---|"]
     lines += [f"| {r['link']} | {r['force']} | {r['deviation']:.4f} | {r['worst_joint']} | {r['settle']:.2f} |"
               for r in result["push_sweep"]]
-    lines += ["", "## 4. A loop of growing delay: 60 N at the shoulders, crouched, arms out", "",
+    lines += ["", "## 4. A loop of growing delay: 50 N at the shoulders, crouched, arms out", "",
               "| feedback delay [ms] | deviation [rad] | back after [s] |", "|---|---|---|"]
     lines += [f"| {1e3 * r['feedback_delay']:.0f} | {r['deviation']:.4f} | {r['settle']:.2f} |"
               for r in result["delay_sweep"]]

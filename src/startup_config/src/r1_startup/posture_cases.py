@@ -8,7 +8,7 @@ the posture, then meets each disturbance in turn, at rest and held before each:
 * the base at the chassis' acceleration limits: driving forward to 1 m/s and stopping (+x then −x at
   2.5 m/s²), sideways to 0.5 m/s and back to rest (±y at 1 m/s²), turning to 1 rad/s and stopping (±yaw
   at 1 rad/s²);
-* a push for 0.3 s at a link's centre of mass: 60 N forward and backward at torso_link4 (a firm shove at the
+* a push for 0.3 s at a link's centre of mass: 50 N forward and backward at torso_link4 (a firm shove at the
   shoulders), 5 N along each axis at the right gripper (the wrists hold with the guide's kp 20 N·m/rad:
   0.05 rad is 1 N·m there);
 * a payload: a mass added to the right gripper (the controllers do not know it), then the drives again.
@@ -34,7 +34,7 @@ ARMS: Dict[str, Optional[Dict[str, Tuple[float, ...]]]] = {
             "right_arm": (-0.0073, 2.3003, -1.0006, 1.5632, 1.2998, -1.5688)}}    # torso_link4, 0.25 m apart
 DRIVES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 0.5, 0.0), "yaw": (0.0, 0.0, 1.0)}
 CHASSIS_LIMITS = (2.5, 1.0, 1.0)        # the chassis' default acceleration limits (m/s², m/s², rad/s²)
-PUSHES = {"torso +x": ("torso_link4", (60.0, 0.0, 0.0)), "torso -x": ("torso_link4", (-60.0, 0.0, 0.0)),
+PUSHES = {"torso +x": ("torso_link4", (50.0, 0.0, 0.0)), "torso -x": ("torso_link4", (-50.0, 0.0, 0.0)),
           **{f"gripper {s}{a}": ("right_gripper_link", tuple(float(s + "5") if i == k else 0.0 for i in range(3)))
              for k, a in enumerate("xyz") for s in "+-"}}
 PUSH_SECONDS = 0.3
