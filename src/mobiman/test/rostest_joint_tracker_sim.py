@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The joint tracker on HDAS on the simulated R1: reaching, speed limits, overshoot, holding,
-start-up without a jump, a target stream that stops mid-motion.
+start-up without a jump, a target stream that stops mid-motion, the base's commanded acceleration in the
+feed-forward, motors switched off and on under the tracker.
 
 The whole chain is real: target topic -> r1_jointTracker_demo_node (Ruckig, RNEA) ->
 /motion_control -> HDAS -> CAN -> simulated motors and physics -> feedback.
@@ -12,6 +13,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
+from geometry_msgs.msg import AccelStamped
 from hdas_msg.msg import motor_control
 from sensor_msgs.msg import JointState
 
@@ -200,6 +202,54 @@ class JointTrackerSimTest(unittest.TestCase):
         time.sleep(1.0)
         np.testing.assert_allclose(self.q("left_arm"), final, atol=0.005)
 
+    # -- the world beside the feedback: the base's motion, the driver's word on the motors (issue 28) ----
+    def test_f_the_base_s_commanded_acceleration_reaches_the_torso_s_feed_forward(self):
+        """What chassis control would publish on /motion_control/chassis_acceleration: the torso's t_ff
+        carries what that acceleration asks of it (RNEA on the moving base: tens of N·m at torso_joint1
+        for 2.5 m/s² forward), and nothing once the stream stops."""
+        pub = rospy.Publisher("/motion_control/chassis_acceleration", AccelStamped, queue_size=5)
+        time.sleep(1.0)
+        still = np.array(self.cmd["torso"].wait().t_ff)
+        accel = AccelStamped()
+        accel.header.frame_id = "base_link"
+        accel.accel.linear.x = 2.5
+        deadline = time.monotonic() + 60.0
+        riding = still
+        while time.monotonic() < deadline and riding[0] - still[0] < 20.0:
+            accel.header.stamp = rospy.Time.now()
+            pub.publish(accel)
+            time.sleep(0.02)
+            riding = np.array(self.cmd["torso"].wait().t_ff)
+        self.assertGreater(riding[0] - still[0], 20.0, f"t_ff {still.tolist()} -> {riding.tolist()}")
+        back = self.cmd["torso"].wait(60, lambda m: abs(m.t_ff[0] - still[0]) < 2.0)      # the stream stopped
+        self.assertLess(abs(back.t_ff[0] - still[0]), 2.0)
+
+    def test_g_an_arm_whose_motors_are_off_is_followed_and_re_planned_from_where_it_is(self):
+        """The driver disables the left arm (its function frame 2): it falls, and the tracker's command follows
+        the measured position; enabled again (1), the plan starts from where the arm is (no jump toward the
+        old set-point) and goes on to the target it had, within its speed limits."""
+        from hdas_msg.srv import FunctionFrame
+        frame = rospy.ServiceProxy("/hdas/function_frame_left_arm", FunctionFrame)
+        before = self.q("left_arm")
+        self.assertTrue(frame(2).success)
+        try:
+            start = rospy.get_time()
+            while rospy.get_time() - start < 3.0:              # 3 s of the stack's clock: it falls
+                time.sleep(0.05)
+            cmd, q = self.cmd["left_arm"].wait(), self.q("left_arm")
+            self.assertGreater(np.max(np.abs(q - before)), 0.2, "the unpowered arm did not fall")
+            np.testing.assert_allclose(cmd.p_des[:6], q, atol=0.05)                 # following the measured
+            self.cmd_rec["left_arm"].start()
+            self.fb_rec["left_arm"].start()
+        finally:
+            self.assertTrue(frame(1).success)
+        self.wait_reached("left_arm", before, tolerance=0.02, timeout=120)
+        cmds = [m for _, m in self.cmd_rec["left_arm"].stop()]
+        fbs = [m for _, m in self.fb_rec["left_arm"].stop()]
+        # the plan starts where the arm lay, and never runs faster than the tracker's speed caps
+        self.assertLess(np.max(np.abs(np.array(cmds[0].p_des[:6]) - np.array(fbs[0].position[:6]))), 0.05)
+        speeds = np.max(np.abs([m.v_des[:6] for m in cmds]), axis=0)
+        self.assertTrue(np.all(speeds <= np.array([3.0, 3.0, 3.0, 5.0, 5.0, 5.0]) + 1e-6), speeds)
 
 if __name__ == "__main__":
     rostest.rosrun("mobiman", "joint_tracker_sim", JointTrackerSimTest)
