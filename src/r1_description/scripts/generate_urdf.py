@@ -44,6 +44,11 @@ WHEEL_WIDTH = 0.047
 FLOOR_Z = -0.0415         # wheel axle z 0.0285 minus the radius
 WHEEL_EFFORT, WHEEL_SPEED = 20.0, 30.0   # [N·m], [rad/s] ≈ 2.1 m/s at the rim; chassis cap is 1.5 m/s
 
+# The fingers' pads: closed (q = 0), the two pads meet at y = 0 of gripper_link (facts §2, from the meshes),
+# so a finger's box has its inner face there: |y| of the finger joints' origins inward of the finger frame,
+# and the stroke (the gap between the pads) is twice a finger's travel. Pad thickness: ours.
+FINGER_PAD_Y = 0.013453   # [m] |y| of the *_gripper_finger_joint origins in gripper_link
+FINGER_THICKNESS = 0.012  # [m]
 # Collision/visual primitives per link, in the link frame (left side; right mirrors y).
 #   ("cyl", a, b, r): cylinder from point a to point b (a capsule for self-collision)
 #   ("box", centre, size)
@@ -56,8 +61,8 @@ ARM_SHAPES = {
     "arm_link5": [("cyl", (0, 0, 0), (0.058249, 0, 0), 0.035)],
     "arm_link6": [("cyl", (0, 0, 0), (0.045, 0, 0), 0.035)],
     "gripper_link": [("box", (-0.03, 0, 0), (0.07, 0.09, 0.05))],
-    "gripper_finger_link1": [("box", (0.003, 0.006, 0), (0.077, 0.012, 0.02))],
-    "gripper_finger_link2": [("box", (0.003, -0.006, 0), (0.077, 0.012, 0.02))],
+    "gripper_finger_link1": [("box", (0.003, FINGER_THICKNESS / 2 - FINGER_PAD_Y, 0), (0.077, FINGER_THICKNESS, 0.02))],
+    "gripper_finger_link2": [("box", (0.003, FINGER_PAD_Y - FINGER_THICKNESS / 2, 0), (0.077, FINGER_THICKNESS, 0.02))],
 }
 BODY_SHAPES = {
     "base_link": [("box", (-0.03, 0, 0.19), (0.66, 0.44, 0.20))],

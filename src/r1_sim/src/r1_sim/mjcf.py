@@ -12,7 +12,9 @@ document of the user's (`worlds/*.xml` in this package: `room`, `empty`). What i
 * **contacts**: every other robot geom touches the scene (scene geoms keep MuJoCo's default
   contype/conaffinity 1) but not the robot itself, as the old simulator had no self-contact either:
   the controllers keep the arms apart (the arm IK's capsules), and the URDF's primitives of
-  neighbouring links overlap;
+  neighbouring links overlap. Two exceptions: the two fingers of a hand (`FINGER_LINK` bodies with one
+  parent) touch each other (a contact pair), and the fingers' contacts take the fingers' own settings
+  (`FINGER_CONTACT`, priority over the scene's geoms), stiff enough that a grip holds what it grasps;
 * **ties** (the gripper's second finger follows its first: a joint equality), **cameras** mounted on
   URDF frames (`CameraMount`, ROS optical frames: z forward, y down), **IMU sites and sensors**
   (`imu_site`, `imu_sensors`): orientation, rate gyro and specific force of a URDF frame.
@@ -35,6 +37,15 @@ __all__ = ["BASE_JOINTS", "CHASSIS_LINKS", "CameraMount", "base_servo", "brake_n
 
 BASE_JOINTS = ("base_x", "base_y", "base_yaw")
 CHASSIS_LINKS = ("base_footprint", "base_link", "steer_motor_link", "wheel_motor_link")   # no contacts
+FINGER_LINK = "gripper_finger_link"      # a body whose name contains it is a finger
+# The fingers' contacts (with the scene's geoms, whose default priority 0 yields to these, and with each
+# other): MuJoCo's contacts are soft, and a held object creeps through soft friction at a speed that grows
+# with its weight and the constraint's softness: MuJoCo's default (solimp 0.9..0.95, solref 0.02 s) let a
+# 94 g cylinder slide out in seconds. Impedance 0.999..0.9999 and the stiffest time constant the step
+# allows (2 steps; MuJoCo's refsafe floor) hold a 1 kg object to < 0.3 mm/s at 500 Hz and 1 kHz
+# (docs/simulator.md). condim 4: torsional friction too, so a held object does not spin about the pads.
+FINGER_CONTACT = {"priority": "1", "condim": "4", "friction": "1 0.01 0.001", "solimp": "0.999 0.9999 0.001"}
+FINGER_PAIR_CONDIM = "1"                 # finger on finger: they stop each other, no friction needed
 
 
 def _worlds_dir() -> Path:
@@ -173,6 +184,8 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
         # it to ~1 mrad (measured; test_mujoco_world)
         joint.set("solreffriction", f"{2 * timestep:.9g} 1")
         joint.set("solimpfriction", "0.999 0.9999 0.001")
+    finger_solref = f"{2 * timestep:.9g} 1"
+    contact = ET.Element("contact")
     for body in root.iter("body"):
         name = body.get("name", "")
         chassis = any(name.startswith(c) for c in CHASSIS_LINKS)
@@ -184,6 +197,17 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
                 g.set("contype", str(ROBOT_CONTYPE))
                 g.set("conaffinity", str(ROBOT_CONAFFINITY))
                 g.set("condim", "4")          # torsional friction too: a held object does not spin
+            if FINGER_LINK in name:
+                for attribute, value in FINGER_CONTACT.items():
+                    g.set(attribute, value)
+                g.set("solref", finger_solref)
+        # the two fingers of a hand touch each other (the robot's geoms touch nothing of the robot otherwise)
+        fingers = [b for b in body.findall("body") if FINGER_LINK in b.get("name", "")]
+        if len(fingers) == 2:
+            for g1 in fingers[0].findall("geom"):
+                for g2 in fingers[1].findall("geom"):
+                    ET.SubElement(contact, "pair", geom1=g1.get("name", ""), geom2=g2.get("name", ""),
+                                  condim=FINGER_PAIR_CONDIM, solref=finger_solref, solimp=FINGER_CONTACT["solimp"])
     for cam in cameras:
         body = _body(robot, cam.frame)
         # MuJoCo's cameras look along -z with y up: the optical frame turned half a turn about x
@@ -229,7 +253,7 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
     if worldbody is None:
         worldbody = ET.SubElement(scene, "worldbody")
     worldbody.append(root)
-    for section in (equality, actuator, sensor):
+    for section in (contact, equality, actuator, sensor):
         if len(section):
             scene.append(section)
     return ET.tostring(scene, encoding="unicode")
