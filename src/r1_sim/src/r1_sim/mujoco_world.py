@@ -15,7 +15,9 @@ a scene, and gives `r1_sim.robot.SimRobot` what its motors need:
   so they feel the base's motion, the torso's and gravity together;
 * **objects** (`objects`): pose and twist of the scene's free bodies, for /sim/objects;
 * **contacts** (`robot_contacts`): what the robot's links touch now (the scene's geoms: the table, an
-  object, a wall), for the simulator's diagnostics.
+  object, a wall), for the simulator's diagnostics;
+* **pushes** (`apply_wrench`): a force and torque on a link of the robot or an object of the scene, for a
+  time, for disturbance tests (/sim/apply_wrench); `check_wrench` says what is accepted.
 """
 from __future__ import annotations
 
@@ -30,7 +32,13 @@ from numpy.typing import ArrayLike
 from r1_sim import mjcf
 from r1_sim.base_traction import BaseTraction
 
-__all__ = ["MujocoWorld", "ObjectState", "describe_contacts"]
+__all__ = ["MAX_WRENCH_DURATION_S", "MAX_WRENCH_FORCE_N", "MAX_WRENCH_TORQUE_NM", "MujocoWorld", "ObjectState",
+           "check_wrench", "describe_contacts"]
+
+# What a push may be (check_wrench): beyond these it is a mistake, not a disturbance (the R1 weighs ~100 kg).
+MAX_WRENCH_FORCE_N = 1000.0       # [N] |force|
+MAX_WRENCH_TORQUE_NM = 300.0      # [N·m] |torque|
+MAX_WRENCH_DURATION_S = 10.0      # [s] of simulated time
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,36 @@ def describe_contacts(pairs: Sequence[Tuple[str, str]]) -> str:
     for link, other in pairs:
         by_other.setdefault(other, []).append(link)
     return "; ".join(f"{other} ({', '.join(sorted(links))})" for other, links in sorted(by_other.items()))
+
+
+def check_wrench(force: Sequence[float], torque: Sequence[float],
+                 duration: float) -> Tuple[Tuple[float, float, float], Tuple[float, float, float], float]:
+    """A push as `MujocoWorld.apply_wrench` takes it: `force` [N] and `torque` [N·m], 3 finite components each,
+    |force| <= MAX_WRENCH_FORCE_N, |torque| <= MAX_WRENCH_TORQUE_NM; `duration` [s] finite, in
+    (0, MAX_WRENCH_DURATION_S]. Returns them as floats.
+
+    :raises ValueError: anything else (the message says what and why)."""
+    out = []
+    for name, v, cap, unit in (("force", force, MAX_WRENCH_FORCE_N, "N"),
+                               ("torque", torque, MAX_WRENCH_TORQUE_NM, "N·m")):
+        try:
+            x, y, z = (float(c) for c in v)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} {v!r:.80}: must be 3 numbers") from None
+        if not all(math.isfinite(c) for c in (x, y, z)):
+            raise ValueError(f"{name} ({x:g}, {y:g}, {z:g}): must be finite")
+        size = math.sqrt(x * x + y * y + z * z)
+        if size > cap:
+            raise ValueError(f"{name} ({x:g}, {y:g}, {z:g}): its size {size:g} {unit} is beyond the cap, "
+                             f"{cap:g} {unit}")
+        out.append((x, y, z))
+    try:
+        seconds = float(duration)
+    except (TypeError, ValueError):
+        raise ValueError(f"duration {duration!r:.80}: must be a number of seconds") from None
+    if not (0.0 < seconds <= MAX_WRENCH_DURATION_S):
+        raise ValueError(f"duration {seconds:g} s: must be more than 0 and at most {MAX_WRENCH_DURATION_S:g} s")
+    return out[0], out[1], seconds
 
 
 class MujocoWorld:
@@ -87,6 +125,10 @@ class MujocoWorld:
         self._upper = np.where(limited, ranges[:, 1], np.inf)
         self._brake_eq = {j: model.equality(mjcf.brake_name(j)).id for j in brakes}
         self._brake_index = {j: self.joints.index(j) for j in brakes if j in self.joints}
+        try:
+            self._base_link = model.body("base_link").id
+        except KeyError:
+            raise mjcf.WorldError("no link 'base_link' in the robot") from None
         self._base_q = np.array([self._joint(j).qposadr[0] for j in mjcf.BASE_JOINTS], dtype=int)
         self._base_v = np.array([self._joint(j).dofadr[0] for j in mjcf.BASE_JOINTS], dtype=int)
         self._chassis_q = np.array([self._joint(j).qposadr[0] for j in chassis], dtype=int)
@@ -100,6 +142,12 @@ class MujocoWorld:
             if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
                 body = model.body(model.jnt_bodyid[j]).name
                 self._objects.append((body, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
+        # what can be pushed (apply_wrench): the robot's links (the bodies under its root) and the objects
+        root = model.body("base_footprint").id
+        self._pushable = {model.body(b).name: b for b in range(model.nbody) if model.body_rootid[b] == root}
+        self._pushable.update((name, model.body(name).id) for name, _, _ in self._objects)
+        self._pushes: Dict[int, float] = {}    # body -> simulated time its push ends
+        self._push_end = math.inf              # the earliest of them
         # contacts: which geoms are the robot's (mjcf gives them ROBOT_CONTYPE), and each geom's label
         self._robot_geom = model.geom_contype == mjcf.ROBOT_CONTYPE
         self._geom_label = [model.body(model.geom_bodyid[g]).name if model.geom_bodyid[g] else
@@ -170,16 +218,56 @@ class MujocoWorld:
             d.qpos[self._chassis_q] = chassis_q
             d.qvel[self._chassis_v] = chassis_v
         mujoco.mj_step(m, d)
+        if d.time >= self._push_end:
+            self._end_pushes()
 
     @property
     def time(self) -> float:
         return float(self.data.time)
+
+    # -- pushes --------------------------------------------------------------------------------------
+    def apply_wrench(self, body: str, force: Sequence[float], torque: Sequence[float], duration: float) -> float:
+        """Push `body` (a URDF link of the robot, or a free body of the scene) with `force` [N] and `torque` [N·m],
+        both in the world frame, at its centre of mass, for the next `duration` s of simulated time (whole
+        time steps, at least one). A push on a body that is being pushed replaces that push. Returns the
+        simulated time [s] it starts (the next step's). Values as `check_wrench` accepts them.
+
+        :raises ValueError: no such link or object, or a wrench or duration `check_wrench` refuses."""
+        f, t, seconds = check_wrench(force, torque, duration)
+        b = self._pushable.get(body) if isinstance(body, str) else None
+        if b is None:
+            raise ValueError(f"{body!r:.80}: no link of the robot or object of the scene by that name "
+                             f"(e.g. torso_link4, right_gripper_link)")
+        d = self.data
+        dt = self.model.opt.timestep
+        d.xfrc_applied[b] = (*f, *t)
+        self._pushes[b] = d.time + max(seconds, dt) - 0.5 * dt      # steps starting before it are pushed
+        self._push_end = min(self._pushes.values())
+        return float(d.time)
+
+    def pushing(self) -> List[str]:
+        """The bodies being pushed now (apply_wrench), sorted."""
+        return sorted(self.model.body(b).name for b in self._pushes)
+
+    def _end_pushes(self) -> None:
+        """Clear the pushes whose time is up (the next step starts at or after their end)."""
+        d = self.data
+        for b, end in list(self._pushes.items()):
+            if d.time >= end:
+                d.xfrc_applied[b] = 0.0
+                del self._pushes[b]
+        self._push_end = min(self._pushes.values(), default=math.inf)
 
     # -- what the rest of the simulator reads -------------------------------------------------------
     def base_pose(self) -> Tuple[float, float, float]:
         """(x, y, yaw) of base_footprint in the world, yaw wrapped to (−π, π]."""
         x, y, yaw = self.data.qpos[self._base_q]
         return float(x), float(y), math.atan2(math.sin(yaw), math.cos(yaw))
+
+    def base_height(self) -> float:
+        """z of base_link in the world [m] (the floor at z = 0; the R1's 0.0415 m, which its planar base keeps):
+        with `base_pose`, base_link's pose, directly above base_footprint."""
+        return float(self.data.xpos[self._base_link, 2])
 
     def base_twist(self) -> Tuple[float, float, float]:
         """(vx, vy, wz) of the base in its own frame."""

@@ -3,7 +3,7 @@
 Serves one `r1sim` bus per bus of the robot's CAN layout, steps the physics at `physics_rate_hz`
 (r1_sim.sim_loop.PhysicsPacer), emits the board frames, and offers on `/sim` what only a simulator
 can: ground truth (/sim/joint_states, /sim/odom, and /sim/objects: the scene's free bodies), fault
-injection (/sim/inject_fault) and the remote controller's sticks (/sim/remote).
+injection (/sim/inject_fault), pushes (/sim/apply_wrench) and the remote controller's sticks (/sim/remote).
 
 Parameters (private): the robot's CAN layout (r1_can.config.parse_config: r1_can/config/r1.yaml + a bus
 file) and r1_sim.sim_settings.SimSettings (docs/simulator.md). `robot_description` (global): the URDF.
@@ -46,17 +46,18 @@ from r1_sim.mujoco_world import describe_contacts
 from r1_sim.robot import SimRobot
 from r1_sim.sim_loop import PhysicsPacer, RequestQueue, by_bus
 from r1_sim.sim_settings import NODE, SimSettings
-from r1_sim.srv import InjectFault, InjectFaultResponse
+from r1_sim.srv import ApplyWrench, ApplyWrenchResponse, InjectFault, InjectFaultResponse
 
 CONTACTS_PERIOD_S = 0.5       # [s] wall time between looks at what the robot touches
 
 
 def odometry(robot: SimRobot, stamp: rospy.Time) -> Odometry:
-    """The base's true pose and twist (world frame `sim_world`)."""
+    """base_link's true pose and twist (world frame `sim_world`, the floor at z = 0)."""
     (x, y, yaw), (vx, vy, wz) = robot.base_pose(), robot.base_twist()
     msg = Odometry()
     msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, "sim_world", "base_link"
     msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
+    msg.pose.pose.position.z = robot.base_height()
     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
     msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.angular.z = vx, vy, wz
     return msg
@@ -118,6 +119,7 @@ class SimNode:
         rospy.loginfo("r1_sim: serving buses %s (namespace %s)", ", ".join(config.buses), self.namespace)
         self.requests = RequestQueue()
         rospy.Service("/sim/inject_fault", InjectFault, self._inject)
+        rospy.Service("/sim/apply_wrench", ApplyWrench, self._apply_wrench)
         rospy.Subscriber("/sim/remote", controller_signal, self._on_remote, queue_size=1)
         # ground truth at 100 Hz, written in the loop (as /clock): a queued publisher wakes a writer
         # thread per message
@@ -147,6 +149,14 @@ class SimNode:
     def _inject(self, req) -> InjectFaultResponse:
         ok, message, when = self.requests.inject_fault(req.joint, req.fault)
         return InjectFaultResponse(ok, message, when if when is not None else rospy.Time())
+
+    def _apply_wrench(self, req) -> ApplyWrenchResponse:
+        f, t = req.force, req.torque
+        ok, message, when = self.requests.apply_wrench(req.link, (f.x, f.y, f.z), (t.x, t.y, t.z), req.duration)
+        if ok:
+            rospy.loginfo(f"r1_sim: pushing {req.link} for {req.duration:g} s from {when.to_sec():.3f}: force "
+                          f"({f.x:g}, {f.y:g}, {f.z:g}) N, torque ({t.x:g}, {t.y:g}, {t.z:g}) N·m")
+        return ApplyWrenchResponse(ok, message, when if when is not None else rospy.Time())
 
     def _on_remote(self, m: controller_signal) -> None:
         self.requests.set_remote([m.left_x_axis, m.left_y_axis, m.right_x_axis, m.right_y_axis], m.mode)

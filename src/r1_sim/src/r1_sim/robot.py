@@ -275,6 +275,13 @@ class SimRobot:
         """Make the motor of `joint` misbehave (see r1_sim.motor.FAULTS); 'none' removes the cause."""
         self.slot(joint).motor.inject(fault)
 
+    def apply_wrench(self, link: str, force: tuple, torque: tuple, duration: float) -> None:
+        """Push `link` (of the robot, or an object of the scene): `force` [N] and `torque` [N·m] in the world frame at
+        its centre of mass, for `duration` s of simulated time from the next step (MujocoWorld.apply_wrench).
+
+        :raises ValueError: no such link, or a wrench r1_sim.mujoco_world.check_wrench refuses."""
+        self.world.apply_wrench(link, force, torque, duration)
+
     def set_remote(self, sticks: list[float], mode: int) -> None:
         """Remote controller state: sticks [left x, left y, right x, right y] in [-1, 1], switch mode
         (REMOTE_OFF: the receiver sends no frames at all)."""
@@ -286,6 +293,10 @@ class SimRobot:
         """(x, y, yaw) of the base in the world: where it truly is (MuJoCo's), which its wheels' odometry
         only estimates (they slip when the base pushes against something)."""
         return self.world.base_pose()
+
+    def base_height(self) -> float:
+        """z of base_link over the floor [m] (MujocoWorld.base_height)."""
+        return self.world.base_height()
 
     def base_twist(self) -> tuple[float, float, float]:
         """(vx, vy, wz) of the base, its own frame."""

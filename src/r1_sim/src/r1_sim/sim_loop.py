@@ -5,7 +5,7 @@ one step per `1 / physics_rate_hz` of wall time; after a pause of the process it
 `max_lag` (SimSettings: `max_lag_s` on wall time, `max_lag_sim_time_s` on simulated time), then lets
 simulated time slip; in lockstep (r1_sim.lockstep) it waits for the driver's frames. It also says
 when /clock, the ground truth and the real-time report are due. `RequestQueue` carries fault
-injections and remote-controller states from ROS callbacks (other threads) into the loop, which
+injections, pushes and remote-controller states from ROS callbacks (other threads) into the loop, which
 applies them between steps. `by_bus` groups the boards' frames per bus. Times are seconds: `now` is
 the wall clock (time.monotonic), `robot.time` the simulated clock.
 """
@@ -131,9 +131,9 @@ def by_bus(frames: Iterable[Tuple[str, int, bytes]]) -> Dict[str, List[Tuple[int
 
 
 class RequestQueue:
-    """Fault injections and remote-controller states from other threads, applied by the loop (`serve`)."""
+    """Fault injections, pushes and remote-controller states from other threads, applied by the loop (`serve`)."""
 
-    FAULT_TIMEOUT_S = 2.0       # [s] wall time an injection waits for the loop's answer
+    FAULT_TIMEOUT_S = 2.0       # [s] wall time an injection or a push waits for the loop's answer
 
     def __init__(self) -> None:
         # deque's append and popleft are atomic: other threads append, the loop pops
@@ -149,12 +149,24 @@ class RequestQueue:
         except queue.Empty:
             return False, "simulator loop did not answer", None
 
+    def apply_wrench(self, link: str, force: Sequence[float], torque: Sequence[float], duration: float,
+                     timeout: float = FAULT_TIMEOUT_S) -> Tuple[bool, str, Any]:
+        """Ask the loop to push `link` (SimRobot.apply_wrench) and wait for it: (ok, message, stamp of the
+        simulated time the push starts); (False, why, stamp) for a push refused; (False, why, None) if the loop
+        did not answer within `timeout`."""
+        answer: "queue.Queue[Tuple[bool, str, Any]]" = queue.Queue(maxsize=1)
+        self._pending.append(("wrench", link, (tuple(force), tuple(torque), duration), answer))
+        try:
+            return answer.get(timeout=timeout)
+        except queue.Empty:
+            return False, "simulator loop did not answer", None
+
     def set_remote(self, sticks: Sequence[float], mode: int) -> None:
         """Set the remote controller (SimRobot.set_remote) at the loop's next pass."""
         self._pending.append(("remote", list(sticks), mode, None))
 
     def serve(self, robot: SimRobot, stamp: Callable[[], Any]) -> None:
-        """Apply every pending request to `robot`; an injection is answered with `stamp()`.
+        """Apply every pending request to `robot`; an injection or a push is answered with `stamp()`.
         Called on every pass of the loop: nothing pending costs one length check (no lock)."""
         pending = self._pending
         while pending:
@@ -164,6 +176,13 @@ class RequestQueue:
                     robot.inject_fault(a, b)
                     answer.put((True, f"{a}: {b}", stamp()))
                 except (KeyError, ValueError) as e:
+                    answer.put((False, str(e), stamp()))
+            elif kind == "wrench":
+                force, torque, duration = b
+                try:
+                    robot.apply_wrench(a, force, torque, duration)
+                    answer.put((True, f"{a}: pushed for {float(duration):g} s", stamp()))
+                except ValueError as e:
                     answer.put((False, str(e), stamp()))
             else:
                 robot.set_remote(a, b)

@@ -275,3 +275,85 @@ def test_coulomb_friction_holds_below_its_torque_and_lets_go_above() -> None:
         run(w, 0.5, tau)
         turned = w.positions[wrist] - q[wrist]
         assert (turned > 0.5) if moves else (abs(turned) < 0.005), (torque, turned)
+
+
+# -- pushes (apply_wrench) and ground truth -----------------------------------------------------------------
+FLOATING_BOX = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.5"/>
+  <body name="crate" pos="2 0 3"><freejoint/><geom type="box" size="0.1 0.2 0.3" mass="2"/></body>
+</worldbody></mujoco>"""
+
+
+def test_a_push_on_a_free_body_accelerates_it_as_f_equals_m_a_for_its_duration_only() -> None:
+    n = len(TORSO)
+    w = MujocoWorld(URDF, FLOATING_BOX, TORSO, np.zeros(n), np.zeros(n), np.zeros(n), DT, brakes=TORSO)
+    w.set_brakes([True] * n)
+    izz = 2.0 * (0.2 ** 2 + 0.4 ** 2) / 12.0                      # the box's inertia about z
+    start = w.apply_wrench("crate", (10.0, 0.0, 0.0), (0.0, 0.0, 0.5), 0.25)
+    assert start == pytest.approx(w.time) and w.pushing() == ["crate"]
+    run(w, 0.25)                                                   # in the air: gravity and the push alone
+    crate = w.objects()[0]
+    assert w.pushing() == []
+    assert crate.linear[0] == pytest.approx(10.0 / 2.0 * 0.25, rel=1e-6)       # Δv = F T / m
+    assert crate.linear[2] == pytest.approx(-G * 0.25, rel=1e-3)
+    assert crate.angular[2] == pytest.approx(0.5 / izz * 0.25, rel=1e-6)      # Δω = τ T / I
+    run(w, 0.1)                                                    # the push has ended: nothing more
+    after = w.objects()[0]
+    assert after.linear[0] == pytest.approx(crate.linear[0], rel=1e-9)
+    assert after.angular[2] == pytest.approx(crate.angular[2], rel=1e-9)
+
+
+def test_a_push_on_the_robot_moves_its_base_while_it_lasts() -> None:
+    """torso_link4 pushed sideways, the torso on its brakes: below the wheels' grip the base gives as a stiff
+    spring and comes back once the push ends; beyond it the base slides (at most F - grip accelerates it), then
+    the grip stops it again."""
+    w = world("empty")
+    w.set_brakes([j in TORSO for j in w.joints])
+    run(w, 0.3)
+    grip, mass = w.traction.force_limit, w.traction.inertia[0]
+    for force, slides in ((0.25 * grip, False), (1000.0, True)):
+        y0 = w.base_pose()[1]
+        w.apply_wrench("torso_link4", (0.0, force, 0.0), (0.0, 0.0, 0.0), 0.3)
+        run(w, 0.3)
+        moved, speed = w.base_pose()[1] - y0, w.base_twist()[1]
+        assert w.pushing() == []
+        if slides:
+            assert 0.5 * (force - grip) / mass * 0.3 < speed <= (force - grip) / mass * 0.3
+        else:
+            assert 0.0 < moved < 1e-3 and abs(speed) < 1e-3
+        run(w, 0.3)
+        assert abs(w.base_twist()[1]) < 1e-3                      # held again
+        if not slides:
+            assert abs(w.base_pose()[1] - y0) < 1e-5
+
+
+def test_a_push_replaces_the_one_on_its_link_and_bad_pushes_are_refused() -> None:
+    w = world("empty")
+    w.apply_wrench("right_gripper_link", (0.0, 0.0, 5.0), (0.0, 0.0, 0.0), 1.0)
+    w.apply_wrench("right_gripper_link", (0.0, 0.0, -5.0), (0.0, 0.0, 0.0), 0.01)     # replaces it
+    assert w.pushing() == ["right_gripper_link"]
+    run(w, 0.01)
+    assert w.pushing() == [] and not w.data.xfrc_applied.any()
+    for link, force, torque, duration, why in (
+            ("no_such_link", (0, 0, 0), (0, 0, 0), 1.0, "no link"),
+            ("", (0, 0, 0), (0, 0, 0), 1.0, "no link"),
+            ("floor", (0, 0, 0), (0, 0, 0), 1.0, "no link"),                 # a world geom, not a body
+            ("torso_link4", (float("nan"), 0, 0), (0, 0, 0), 1.0, "finite"),
+            ("torso_link4", (0, 0, 0), (0, float("inf"), 0), 1.0, "finite"),
+            ("torso_link4", (800, 800, 0), (0, 0, 0), 1.0, "beyond the cap, 1000 N"),
+            ("torso_link4", (0, 0, 0), (0, 0, 301), 1.0, "beyond the cap, 300 N·m"),
+            ("torso_link4", (0, 0), (0, 0, 0), 1.0, "3 numbers"),
+            ("torso_link4", (0, 0, 0), "abc", 1.0, "3 numbers"),
+            ("torso_link4", (0, 0, 0), (0, 0, 0), 0.0, "more than 0"),
+            ("torso_link4", (0, 0, 0), (0, 0, 0), -1.0, "more than 0"),
+            ("torso_link4", (0, 0, 0), (0, 0, 0), 10.5, "at most 10 s"),
+            ("torso_link4", (0, 0, 0), (0, 0, 0), float("nan"), "more than 0"),
+            ("torso_link4", (0, 0, 0), (0, 0, 0), "soon", "number of seconds")):
+        with pytest.raises(ValueError, match=why):
+            w.apply_wrench(link, force, torque, duration)
+    assert w.pushing() == [] and not w.data.xfrc_applied.any()
+
+
+def test_base_link_stands_on_its_wheels_above_the_floor() -> None:
+    w = world("empty")
+    run(w, 0.1)
+    assert w.base_height() == pytest.approx(0.0415, abs=1e-9)     # the wheel axle's 0.0285 + the 0.070 radius

@@ -3,10 +3,14 @@ the /clock, ground-truth and real-time schedules, board frames per bus, requests
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
+import yaml
 
+from r1_can.config import parse_config
 from r1_sim.lockstep import Lockstep
+from r1_sim.robot import SimRobot
 from r1_sim.sim_loop import LOCKSTEP_RETRY_S, RTF_REPORT_S, PhysicsPacer, RequestQueue, by_bus
 from r1_sim.sim_settings import SimSettings
 
@@ -142,3 +146,36 @@ def test_requests_from_another_thread_are_applied_by_the_loop():
 def test_an_injection_the_loop_does_not_answer_times_out():
     assert RequestQueue().inject_fault("left_arm_joint1", "none", timeout=0.01) == (
         False, "simulator loop did not answer", None)
+
+
+def test_a_push_from_another_thread_is_applied_by_the_loop_and_a_bad_one_is_refused():
+    """/sim/apply_wrench's path, on a SimRobot: the loop pushes the link from the next step for the duration and
+    answers the simulated time it starts; a push it refuses is answered why and pushes nothing."""
+    src = Path(__file__).resolve().parents[3]
+    params: dict = {}
+    for name in ("r1_can/config/r1", "r1_can/config/r1_buses_sim", "r1_sim/config/sim"):
+        params.update(yaml.safe_load((src / f"{name}.yaml").read_text()))
+    params["scene"] = "empty"
+    robot = SimRobot(parse_config(params), (src / "r1_description/urdf/r1_v2_1_0.urdf").read_text(), params, now=50.0)
+    requests, answers = RequestQueue(), []
+
+    def service() -> None:
+        answers.append(requests.apply_wrench("torso_link4", (0.0, 100.0, 0.0), (0.0, 0.0, 10.0), 0.05, timeout=5.0))
+        answers.append(requests.apply_wrench("tail_link", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.05, timeout=5.0))
+        answers.append(requests.apply_wrench("torso_link4", (0.0, 0.0, 2000.0), (0.0, 0.0, 0.0), 0.05, timeout=5.0))
+    t = threading.Thread(target=service)
+    t.start()
+    pushed, ended = False, None
+    while t.is_alive() or ended is None:
+        requests.serve(robot, lambda: robot.time)
+        robot.step(DT)
+        pushed = pushed or bool(robot.world.pushing())
+        if pushed and ended is None and not robot.world.pushing():
+            ended = robot.time
+        t.join(0.001)
+    ok, message, start = answers[0]
+    assert ok and message == "torso_link4: pushed for 0.05 s" and 50.0 <= start < ended
+    assert ended - start == pytest.approx(0.05, abs=DT / 2)          # its duration, from the step it started
+    assert answers[1][0] is False and "tail_link" in answers[1][1] and "no link" in answers[1][1]
+    assert answers[2][0] is False and "1000 N" in answers[2][1]
+    assert not robot.world.data.xfrc_applied.any()
