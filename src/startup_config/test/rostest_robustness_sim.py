@@ -442,6 +442,16 @@ class RobustnessSimTest(unittest.TestCase):
         for _ in range(CALLS_PER_SERVICE):
             if cls._type == "hdas_msg/FunctionFrame":
                 req = cls._request_class(command=rng.choice([0, 7, 8, 99, 100, 101, 255, rng.randint(7, 255)]))
+            elif cls._type == "r1_sim/ApplyWrench":     # a harmless push (nothing for 0.5 s) with one field bad
+                req = cls._request_class(link="torso_link4", duration=0.5)
+                field = rng.choice(["link", "force", "torque", "duration"])
+                bad = rng.choice([float("nan"), float("inf"), -float("inf"), 1e4, -1e9])
+                if field == "link":
+                    req.link = rng.choice(["", "no_such_link", "x" * 300, "torso_link4 ", "a\x00b"])
+                elif field == "duration":
+                    req.duration = rng.choice([0.0, -1.0, 10.5, 1e9, float("nan"), float("inf")])
+                else:
+                    setattr(getattr(req, field), rng.choice("xyz"), bad)
             else:
                 req = cls._request_class(**{f: rng.choice(["", "no_such_joint", "x" * 300, "left_arm_joint1 ",
                                                            "gremlins", "a\x00b"]) for f in fields})
