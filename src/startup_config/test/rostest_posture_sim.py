@@ -11,8 +11,9 @@ b. holding it, the base drives to 1 m/s and back at 2.5 m/s², sideways and turn
    reached; the object stays in the hand;
 c. pushes of 50 N at the shoulders, forward and backward, and 5 N at the left gripper, for 0.3 s: the same;
 d. the torso crouched at the guide's target: the drive again;
-e. leaning forward as the demo's pick does, the left arm out in front: chassis control brakes at what the
-   posture allows (its /diagnostics), the base's true deceleration shows it, and the posture holds.
+e. leaning forward (torso_link4 25 cm ahead of base_link), the left arm out in front: chassis control brakes
+   at what the posture allows (its /diagnostics: ~1.5 m/s²), the base's true deceleration shows it, and the
+   posture holds.
 """
 import math
 import threading
@@ -32,10 +33,10 @@ from r1_sim.msg import ObjectStates
 from r1_sim.srv import ApplyWrench
 from r1_startup.posture_cases import MAX_DEVIATION, SETTLE_TIME, SETTLE_TOLERANCE, UPPER, judge_motion
 
-GRASP = [(1.6708, 0.0, -2.8827, 0.0, -0.0657, 0.0), (2.0639, 0.0, -2.8827, 0.0, -0.0657, 0.0)]   # payload.xml
+GRASP = [(1.6708, 0.0, -2.8827, 0.0, -0.0657, 0.0), (1.6708, 0.0, -2.345, 0.0, -0.0657, 0.0)]   # payload.xml: A, B
 LEFT_OUT = (0.0073, 2.3004, -1.0006, -1.5632, -1.2998, 1.5688)      # the left gripper 0.55 m ahead of torso_link4
 CROUCHED = (1.0, -2.0, -1.0, 0.0)
-LEANING = (1.4, -2.2, -0.8, 0.0)
+LEANING = (1.6, -2.0, -0.4, 0.0)    # torso_link4 upright, 25 cm ahead of base_link: the ZMP limits braking
 WALL = 120.0      # [s] a generous wall-clock bound for each wait on a shared machine
 
 
@@ -175,7 +176,7 @@ class PostureSimTest(unittest.TestCase):
         self.stroke.publish(Float32(0.0))
         self.for_(1.5)
         self.reach({"right": GRASP[1]}, tolerance=0.05)       # (the load sags the arm a little: held from there)
-        self.assertGreater(self.payload_height() - z0, 0.05, "the payload did not come off its pedestal")
+        self.assertGreater(self.payload_height() - z0, 0.08, "the payload did not come off its pedestal")
 
     def test_b_holding_it_the_base_drives_at_its_limits(self):
         z0 = self.payload_height()
@@ -198,7 +199,7 @@ class PostureSimTest(unittest.TestCase):
         def lowered(status) -> bool:
             values = {kv.key: kv.value for kv in status.values}
             down = values.get("posture acceleration limits -", "")
-            return bool(down) and float(down.strip("[]").split(",")[0]) < 2.4
+            return bool(down) and float(down.strip("[]").split(",")[0]) < 2.0
         status = self.diagnostics.of("chassis_control_node", timeout=WALL, predicate=lowered)
         limit = float({kv.key: kv.value for kv in status.values}["posture acceleration limits -"]
                       .strip("[]").split(",")[0])
@@ -213,7 +214,7 @@ class PostureSimTest(unittest.TestCase):
         rospy.loginfo(f"posture: leaning, braking limit {limit:.2f} m/s², the base braked at {braking:.2f} m/s²")
         self.assertTrue(math.isfinite(braking))
         self.assertAlmostEqual(braking, limit, delta=0.25)
-        self.assertLess(braking, 2.3)
+        self.assertLess(braking, 2.0)                       # the chassis' own limit is 2.5
 
 
 if __name__ == "__main__":
