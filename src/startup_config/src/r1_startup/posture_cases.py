@@ -144,10 +144,25 @@ class PostureRun:
         rig.joint_target("torso", TORSO[torso], [0.8] * 4)
         for group, q in (ARMS[arms] or {}).items():
             rig.joint_target(group, q, [1.5] * 6)
-        rig.run(4.0)
+        self._settle()
         limits = rig.model
         self._limits = {j: (float(lo), float(hi)) for g in ("torso", "left_arm", "right_arm")
                         for j, lo, hi in zip(limits.group(g).joints, limits.limits(g).lower, limits.limits(g).upper)}
+
+    def _settle(self, least: float = 3.5, most: float = 30.0) -> None:
+        """Run at least `least` [s], then until every plan has arrived and every joint is still (at most `most`)."""
+        rig = self.rig
+        rig.run(least)
+        while rig.now < most:
+            arrived = all(c.tracker.at_target or c.tracker.target is None for c in rig.tracked.values())
+            if rig.torso is not None:
+                arrived = arrived and rig.torso.controller.mode == "speed"
+            still = all(np.all(np.abs(g.snapshot()[1][:g.n_joints]) < 0.02) for n, g in rig.groups.items()
+                        if n != "chassis")
+            if arrived and still:
+                break
+            rig.run(0.1)
+        rig.run(0.5)
 
     def _case(self, case: str, disturb, axis: Optional[int] = None) -> CaseResult:
         """Rest 0.3 s, hold the posture as the reference, run `disturb` (returns when the disturbance has
@@ -201,7 +216,7 @@ class PostureRun:
         world.model.body_inertia[body] += 0.4 * mass * 0.05 ** 2
         import mujoco
         mujoco.mj_setConst(world.model, world.data)
-        self.rig.run(2.5)
+        self._settle(least=1.5)
 
 
 def posture_cases(controller: str, torso: str, arms: str, profile: str = "light", pushes: bool = True,

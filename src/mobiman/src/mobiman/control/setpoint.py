@@ -13,9 +13,10 @@ for one group, the same for the joint tracker's groups and torso speed control:
   further than `resync_error` from the plan (the motors may have been off meanwhile; if they held,
   the joints are where the plan is and nothing changes);
 * `gate(...)`: how many ticks a moving plan may advance: none while a joint lags it by more than
-  `max_following_error` in its direction of motion *and* does not keep pace with it (stale
-  commands, a stalled driver: the plan's clock waits, so the joint is not yanked to a plan that ran
-  on without it). A joint held back by a steady load moves at the plan's pace, offset: the plan goes on.
+  `max_following_error` (beyond the lag the loop's delay explains) in its direction of motion *and*
+  does not keep pace with it (stale commands, a stalled driver: the plan's clock waits, so the joint
+  is not yanked to a plan that ran on without it). A joint held back by a steady load moves at the
+  plan's pace, offset: the plan goes on.
 """
 from __future__ import annotations
 
@@ -76,14 +77,16 @@ class SetpointGuard:
         return None
 
     def gate(self, steps: int, measured: np.ndarray, measured_velocity: Optional[np.ndarray], planned: np.ndarray,
-             planned_velocity: np.ndarray) -> int:
+             planned_velocity: np.ndarray, delay: float = 0.0) -> int:
         """The ticks the plan may take now (`steps`, or 0 while a joint lags the moving plan by more than
-        max_following_error in its direction of motion and moves at less than KEEP_PACE of its speed;
-        without a measured velocity, the lag alone decides)."""
+        max_following_error, beyond what the loop's `delay` [s] explains (|v_plan|·delay: the set-point the
+        joint follows is that much older), in its direction of motion, and moves at less than KEEP_PACE of
+        its speed; without a measured velocity, the lag alone decides)."""
         if not steps or self.max_following_error <= 0.0:
             return steps
         direction = np.sign(planned_velocity)
-        behind = (planned - measured) * direction > self.max_following_error
+        allowed = self.max_following_error + np.abs(planned_velocity) * (delay if delay == delay else 0.0)
+        behind = (planned - measured) * direction > allowed
         if not behind.any():
             return steps
         if measured_velocity is not None:

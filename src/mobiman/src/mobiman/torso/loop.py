@@ -82,13 +82,13 @@ class TorsoLoop:
             self._say("info", "back", "torso feedback is back; publishing again")
         if not ctrl.started:
             self._say("info", None, f"torso feedback arrived; holding {np.round(q, 3).tolist()}")
-        cmd = ctrl.step(arrival.time, q, velocity)
+        self.delay = max(t - arrival.time, 0.0) + self.clock.period
+        cmd = ctrl.step(arrival.time, q, velocity, self.delay)
         for text in ctrl.events:
             self._say("warn", text.split(" ")[0], text)
         ctrl.events = []
         self.measured = q
         self.body.set(ctrl.cfg.group, q)
-        self.delay = max(t - arrival.time, 0.0) + self.clock.period
         planned = cmd.position if self.gravity_at_plan else None
         ff = self.body.feedforward(ctrl.cfg.group, planned, cmd.acceleration, self.servo.share(self.delay))
         inertia = self.body.inertia(ctrl.cfg.group, planned) if self.servo.modal is not None else None

@@ -205,8 +205,9 @@ class GroupController:
                 self._resync(q, here, why, news=why != self._last_why)
             self._last_why = why
         self.early = False
-        steps = self._gate(self.clock.ticks_due(arrival.time))
+        due = self.clock.ticks_due(arrival.time)
         self.delay = max(t - arrival.time, 0.0) + self.clock.period
+        steps = self._gate(due)
         for _ in range(steps):
             self.tracker.advance()
         if steps and self.tracker.last_error:
@@ -234,7 +235,7 @@ class GroupController:
         lags the moving plan and does not keep pace)."""
         assert self.here is not None, "a tick has measured joints"
         allowed = self.guard.gate(steps, self.here, self.measured_velocity, self.tracker.position,
-                                  self.tracker.velocity)
+                                  self.tracker.velocity, self.delay)
         if allowed < steps:
             self.counters["paused"] += 1
         return allowed
