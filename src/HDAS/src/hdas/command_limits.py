@@ -10,13 +10,21 @@
   wheel speeds (`clamp_chassis`);
 * `bound_mit`, every MIT cycle: the set-point ramp (`hdas.slew`: a step in a command or a gripper
   stroke target becomes a ramp at the velocity limit), the rate at which the torque a command asks
-  for may change (`TORQUE_RAMP_S`), and the torque at the last measured state (the effort limit).
+  for may change (`TORQUE_RAMP_S`), and the torque at the last measured state (`torque_window`): the
+  effort limit, the speed governor (no push beyond `SPEED_MARGIN` over the velocity limit) and no
+  push further past a position limit (`PRESS_BAND_S`).
+
+The motor evaluates the MIT law T = kp (p_des - p) + kd (v_des - v) + t_ff itself, continuously, at
+its true state; HDAS sees that state once a cycle, a cycle late. What HDAS bounds at the measured state
+therefore holds between cycles only as far as the law's own gains carry it: so where the frame's kd
+can carry it, the speed governor is a damping the motor applies (`within_window`).
 
 Joint units are the URDF's (rad, m for gripper fingers); motor units are the motor's rad, converted
 with each motor's `metres_per_rad` (`ratio`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -27,6 +35,16 @@ from r1_can import damiao
 
 TORQUE_RAMP_S = 0.05      # [s] a new command changes a motor's torque from zero to the effort limit at the fastest
 TORQUE_BUCKET_S = 0.005   # [s] of that change that may be spent at once (a /clock step of the simulated robot)
+# The speed governor: a command pushes a joint at most up to (1 + SPEED_MARGIN) x its velocity limit. Where the
+# frame's kd can carry effort / that speed (light joints: the fingers, the wrists) the torque it may push with
+# falls from the effort at rest to zero there, as damping the motor applies itself between cycles; elsewhere
+# (the shoulder, the elbow, the torso: a damping that strong would cut their torque at rest) from the effort
+# at (1 + SPEED_MARGIN - SPEED_BAND) x the limit, as HDAS measures the speed each cycle.
+SPEED_MARGIN = 0.05
+SPEED_BAND = 0.1
+# A joint measured past a position limit is pushed further past it with at most the effort, falling to zero
+# at the travel of PRESS_BAND_S at its velocity limit beyond the limit (0.5 mm for a finger, 6 mrad for a shoulder).
+PRESS_BAND_S = 0.002
 
 FIELD_NAMES = ("p_des", "v_des", "kp", "kd", "t_ff")
 MIT_FIELDS = frozenset(FIELD_NAMES)
@@ -107,6 +125,27 @@ class CommandLimits:
         self.last_sent: Command | None = None     # the MIT command sent last cycle (after every bound)
         self._torque_clock: float | None = None
         self._torque_budget = np.zeros(self.n)
+        # what the MIT frame carries, in joint units
+        self.kd_frame = damiao.KD_MAX / (self.ratio * self.ratio)
+        self.t_frame = self.tmax / self.ratio
+        # the speed governor (SPEED_MARGIN): the torque pushing a joint its way at speed u is at most
+        # effort * (v_zero - u) / band, within [0, effort]
+        eff, vel = limits.effort, limits.velocity
+        self.v_zero = vel * (1.0 + SPEED_MARGIN)
+        self.damped = eff / self.v_zero <= self.kd_frame       # the motor can carry the governor as damping
+        self.speed_band = np.where(self.damped, self.v_zero, vel * SPEED_BAND)
+        self.kd_governor = np.where(self.damped, eff / self.v_zero, self.kd_frame)
+        self.press_band = vel * PRESS_BAND_S
+        # the same as Python floats: the per-motor loop of every cycle (numpy's per-call cost on 7 values
+        # is what the arithmetic costs many times over)
+        self._eff, self._vel = eff.tolist(), vel.tolist()
+        self._lower, self._upper = limits.lower.tolist(), limits.upper.tolist()
+        self._v_zero, self._band = self.v_zero.tolist(), self.speed_band.tolist()
+        self._kd_gov = self.kd_governor.tolist()
+        self._damp_from = np.where(self.damped, -np.inf, self.v_zero - self.speed_band).tolist()
+        self._press, self._t_frame = self.press_band.tolist(), self.t_frame.tolist()
+        self._damped = self.damped.tolist()
+        self._last_velocity: np.ndarray | None = None      # measured at the last cycle (the heavy joints' gain)
 
     # -- clamping ------------------------------------------------------------------------------
     def bounds(self, mode: str) -> tuple[np.ndarray, np.ndarray]:
@@ -175,6 +214,7 @@ class CommandLimits:
         self.slew.reset()
         self.last_sent = None
         self._torque_clock = None
+        self._last_velocity = None
 
     def bound_mit(self, cmd: Command, position: np.ndarray, velocity: np.ndarray, clock: float,
                   start_torque: np.ndarray | None = None) -> Command:
@@ -185,8 +225,8 @@ class CommandLimits:
         p, v = self.ramped(cmd, position, clock)
         cmd = self.torque_rate_bounded(replace(cmd, p=p, v=v), position, velocity, clock, start_torque)
         self.slew.position = cmd.p          # a set-point held back by the rate bound ramps on from there
-        p, v, t = self.torque_bounded(cmd, position, velocity)
-        self.last_sent = replace(cmd, p=p, v=v, t=t)
+        last, self._last_velocity = self._last_velocity, velocity.copy()
+        self.last_sent = self.within_window(cmd, position, velocity, None if last is None else velocity - last)
         return self.last_sent
 
     def ramped(self, cmd: Command, position: np.ndarray, clock: float) -> tuple[np.ndarray, np.ndarray]:
@@ -241,34 +281,112 @@ class CommandLimits:
         return replace(cmd, p=mix(prev.p, cmd.p), v=mix(prev.v, cmd.v), kp=mix(prev.kp, cmd.kp),
                        kd=mix(prev.kd, cmd.kd), t=mix(prev.t, cmd.t))
 
+    def torque_window(self, position: np.ndarray, velocity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The torque (joint units) each motor may be asked for at the measured `position` and `velocity`:
+        (lowest, highest), with lowest <= 0 <= highest (`_window`)."""
+        out = [self._window(j, q, w) for j, (q, w) in enumerate(zip(position.tolist(), velocity.tolist()))]
+        return np.array([lo for lo, _ in out]), np.array([hi for _, hi in out])
+
+    def _window(self, j: int, q: float, w: float, gain: float = 0.0) -> tuple[float, float]:
+        """Motor j's torque window (lowest, highest) at position q and speed w: within the effort limit;
+        pushing the joint its way at speed u at most effort * (v_zero - u) / speed_band, with u taken
+        `gain` further when the joint gained that much its way since the last cycle (the speed governor:
+        zero from (1 + SPEED_MARGIN) x the velocity limit on); pushing a joint past a position limit
+        further past it at most the effort, falling to zero at press_band beyond the limit. Torque toward
+        the allowed speeds and positions (braking, restoring) is bounded by the effort alone."""
+        eff, v0, band = self._eff[j], self._v_zero[j], self._band[j]
+        hi = eff * min(1.0, max(0.0, (v0 - w - max(gain, 0.0)) / band))
+        lo = -eff * min(1.0, max(0.0, (v0 + w + min(gain, 0.0)) / band))
+        past = q - self._upper[j]
+        if past > 0.0:
+            hi = min(hi, eff * max(0.0, 1.0 - past / self._press[j]))
+        past = self._lower[j] - q
+        if past > 0.0:
+            lo = max(lo, -eff * max(0.0, 1.0 - past / self._press[j]))
+        return lo, hi
+
+    def _fit(self, j: int, p: float, v: float, kp: float, kd: float, t: float, q: float, w: float,
+             target: float, tau: float) -> tuple[float, float, float]:
+        """Motor j's p, v, t moved so that its law at (q, w) gives `target` instead of `tau` (same sign, or
+        zero): p and v toward q and w and t toward zero by the same share, p within the joint limits and v
+        within the velocity limit, t taking up what those clips leave."""
+        share = target / tau
+        p = min(self._upper[j], max(self._lower[j], q + share * (p - q)))
+        vel = self._vel[j]
+        v = min(vel, max(-vel, w + share * (v - w)))
+        t = share * t
+        return p, v, t + target - (kp * (p - q) + kd * (v - w) + t)
+
     def torque_bounded(self, cmd: Command, position: np.ndarray,
                        velocity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Move p_des (then v_des, then t_ff) so kp·Δp + kd·Δv + t_ff at the last measured state
-        stays within the effort limit; p_des stays within the joint limits."""
-        eff = self.limits.effort
-        dv = cmd.v - velocity
-        tau = cmd.kp * (cmd.p - position) + cmd.kd * dv + cmd.t
-        over = np.abs(tau) > eff
-        if not over.any():
-            return cmd.p, cmd.v, cmd.t
-        target = np.sign(tau) * eff
-        p, v, t = cmd.p.copy(), cmd.v.copy(), cmd.t.copy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fix_p = over & (cmd.kp > 0)
-            p[fix_p] = (position + (target - cmd.kd * dv - cmd.t) / cmd.kp)[fix_p]
-            p = np.clip(p, self.limits.lower, self.limits.upper)
-            # the clip can undo the bound (a joint at its limit moving toward it): the velocity
-            # term takes up what is left, or the feed-forward where there is no damping
-            spring = cmd.kp * (p - position)
-            tau = spring + cmd.kd * dv + t
-            over = np.abs(tau) > eff * (1 + 1e-9)
-            target = np.sign(tau) * eff
-            fix_v = over & (cmd.kd > 0)
-            # v_des stays within the velocity limit too: a v_des beyond it, to make the damping term
-            # take up a bound, would drive the joint to it (a wrist at its stop reached 22 rad/s)
-            vel = self.limits.velocity
-            v[fix_v] = np.clip(velocity + (target - spring - t) / cmd.kd, -vel, vel)[fix_v]
-            tau = spring + cmd.kd * (v - velocity) + t
-            fix_t = np.abs(tau) > eff * (1 + 1e-9)
-            t[fix_t] = (np.sign(tau) * eff - spring - cmd.kd * (v - velocity))[fix_t]
-        return p, v, t
+        """p_des, v_des and t_ff of `cmd` moved so that the torque kp·Δp + kd·Δv + t_ff at the last measured
+        state stays within the effort limit (`_fit`: the law then asks the effort, with the command's
+        gains around the joint's state; no p_des beyond the joint limits, no v_des beyond the velocity
+        limit, which would drive a joint at its stop to it)."""
+        p, v, t = cmd.p.tolist(), cmd.v.tolist(), cmd.t.tolist()
+        kp, kd = cmd.kp.tolist(), cmd.kd.tolist()
+        for j, (q, w) in enumerate(zip(position.tolist(), velocity.tolist())):
+            tau = kp[j] * (p[j] - q) + kd[j] * (v[j] - w) + t[j]
+            eff = self._eff[j]
+            if abs(tau) > eff:          # (False for a joint without a measured state: NaN)
+                p[j], v[j], t[j] = self._fit(j, p[j], v[j], kp[j], kd[j], t[j], q, w, math.copysign(eff, tau), tau)
+        return np.array(p), np.array(v), np.array(t)
+
+    def within_window(self, cmd: Command, position: np.ndarray, velocity: np.ndarray,
+                      gained: np.ndarray | None = None) -> Command:
+        """`cmd` as it may go out at the measured `position` and `velocity`, motor by motor:
+
+        * its torque there within `_window` (`_fit`); where the clips leave a restoring (past a limit) or
+          braking (past the speed limit) torque beyond the window with t_ff at the effort, the gains are
+          scaled down to meet it. A heavy joint's governor takes the speed it `gained` since the last
+          cycle (measured, joint units/s) as gained again by the next: between two of HDAS's cycles only
+          the joint's inertia bounds it;
+        * the speed governor's damping where the frame carries it (`damped`: the fingers, the wrists):
+          kd raised, at most to kd_governor, until the law pushes the joint no faster than v_zero its way
+          (kd (v_zero - u) >= |T| at speed u), t_ff keeping the torque at the measured state. So the motor
+          itself stops pushing at v_zero between HDAS's cycles: a finger given its effort would gain 2 m/s
+          in one 10 ms cycle. Elsewhere kd is raised so only within the speed band, at most to the frame's;
+        * t_ff within what the frame carries: the excess moved into v_des, then p_des.
+
+        A motor without a measured state (NaN) keeps its command."""
+        P, V, T = cmd.p.tolist(), cmd.v.tolist(), cmd.t.tolist()
+        KP, KD = cmd.kp.tolist(), cmd.kd.tolist()
+        gains = [0.0] * self.n if gained is None else gained.tolist()
+        for j, (q, w) in enumerate(zip(position.tolist(), velocity.tolist())):
+            if not (math.isfinite(q) and math.isfinite(w)):
+                continue
+            p, v, kp, kd, t = P[j], V[j], KP[j], KD[j], T[j]
+            tau = kp * (p - q) + kd * (v - w) + t
+            gain = gains[j] if math.isfinite(gains[j]) else 0.0
+            lo, hi = self._window(j, q, w, 0.0 if self._damped[j] else gain)
+            if not lo <= tau <= hi:
+                target = hi if tau > hi else lo
+                p, v, t = self._fit(j, p, v, kp, kd, t, q, w, target, tau)
+                eff = self._eff[j]
+                if abs(t) > eff:            # the clips left restoring or braking torque beyond the window
+                    t_in = eff if t > 0 else -eff
+                    rest = kp * (p - q) + kd * (v - w)
+                    scale = min(1.0, max(0.0, (target - t_in) / rest)) if rest != 0.0 else 1.0
+                    kp, kd, t = kp * scale, kd * scale, t_in
+                tau = kp * (p - q) + kd * (v - w) + t
+            if tau != 0.0:
+                u = w if tau > 0.0 else -w
+                if u > self._damp_from[j]:
+                    v0 = self._v_zero[j]
+                    k = min(abs(tau) / (v0 - u), self._kd_gov[j]) if u < v0 else self._kd_gov[j]
+                    if k > kd:
+                        t += (kd - k) * (v - w)
+                        kd = k
+            tf = self._t_frame[j]
+            if abs(t) > tf:
+                excess = t - math.copysign(tf, t)
+                t -= excess
+                if kd > 0.0:
+                    vel = self._vel[j]
+                    v_new = min(vel, max(-vel, v + excess / kd))
+                    excess -= kd * (v_new - v)
+                    v = v_new
+                if kp > 0.0:
+                    p = min(self._upper[j], max(self._lower[j], p + excess / kp))
+            P[j], V[j], KP[j], KD[j], T[j] = p, v, kp, kd, t
+        return replace(cmd, p=np.array(P), v=np.array(V), kp=np.array(KP), kd=np.array(KD), t=np.array(T))

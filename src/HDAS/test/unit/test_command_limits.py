@@ -1,5 +1,6 @@
 """hdas.command_limits: clamps at the limits in both modes, the gripper's units, the chassis's
-clamp, and the MIT bounds of every cycle (set-point ramp, torque rate, torque at the measured state)."""
+clamp, and the MIT bounds of every cycle (set-point ramp, torque rate, the torque window at the measured
+state: effort, speed governor, pressing a limit; the law that goes out)."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,8 @@ import numpy as np
 import pytest
 
 from hdas.command_limits import (
+    PRESS_BAND_S,
+    SPEED_MARGIN,
     TORQUE_BUCKET_S,
     TORQUE_RAMP_S,
     Command,
@@ -180,3 +183,131 @@ def test_at_rest_keeps_a_stiff_command_and_holds_a_limp_joint_where_it_is() -> N
     assert rest.p.tolist() == [0.5, 0.2] and rest.v.tolist() == [0.0, 0.0]
     assert rest.kp.tolist() == [50.0, 8.0] and rest.kd.tolist() == [0.7, 0.8] and rest.t.tolist() == [2.0, 3.0]
     assert (rest.stamp, rest.robot_stamp) == (1.0, 2.0)
+
+
+# -- the torque window: speed governor, pressing a limit, the law that goes out ----------------------------
+def test_the_window_bounds_the_push_a_joints_way_from_near_its_speed_limit_on() -> None:
+    """Joint 0 and the gripper are light (their frame carries the governor's damping: the push their way falls
+    from the effort at rest to zero at 1.05x the limit), joint 1 heavy (its frame does not: it falls over the
+    band from 0.95x to 1.05x). Braking is bounded by the effort alone."""
+    lim = limits()
+    assert lim.damped.tolist() == [True, False, True]
+    vel, eff = LIMITS.velocity, LIMITS.effort
+    lo, hi = lim.torque_window(HERE, np.zeros(3))
+    np.testing.assert_allclose(lo, -eff)
+    np.testing.assert_allclose(hi, eff)
+    for share, light, heavy in ((0.5, 0.55 / 1.05, 1.0), (0.9, 0.15 / 1.05, 1.0), (1.0, 0.05 / 1.05, 0.5),
+                                (1.05, 0.0, 0.0), (2.0, 0.0, 0.0)):
+        lo, hi = lim.torque_window(HERE, share * vel)
+        np.testing.assert_allclose(hi, eff * np.array([light, heavy, light]), atol=1e-12, err_msg=str(share))
+        np.testing.assert_allclose(lo, -eff)
+        lo, hi = lim.torque_window(HERE, -share * vel)           # the same, moving the other way
+        np.testing.assert_allclose(lo, -eff * np.array([light, heavy, light]), atol=1e-12, err_msg=str(share))
+        np.testing.assert_allclose(hi, eff)
+
+
+def test_a_joint_past_a_position_limit_is_pushed_no_further_past_it_and_restored_in_full() -> None:
+    lim = limits()
+    eff, band = LIMITS.effort, LIMITS.velocity * PRESS_BAND_S      # the gripper's: 0.2 mm at 0.1 m/s
+    lo, hi = lim.torque_window(LIMITS.upper + band / 2, np.zeros(3))
+    np.testing.assert_allclose(hi, eff / 2)
+    np.testing.assert_allclose(lo, -eff)
+    lo, hi = lim.torque_window(LIMITS.lower - band, np.zeros(3))
+    np.testing.assert_allclose(lo, 0.0, atol=1e-12)
+    np.testing.assert_allclose(hi, eff)
+    lo, hi = lim.torque_window(LIMITS.upper, np.zeros(3))          # at the limit: the full effort (a hold there)
+    np.testing.assert_allclose(hi, eff)
+
+
+def law(c: Command, q: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return c.kp * (c.p - q) + c.kd * (c.v - w) + c.t
+
+
+def test_the_law_sent_to_a_light_joint_stops_pushing_at_the_speed_margin_and_keeps_its_force_at_rest() -> None:
+    """A feed-forward at the effort on a light joint at rest (a finger in free air, or stopped by what it grips):
+    the motor's own damping, raised, stops the push at 1.05x the limit between HDAS's cycles; at rest the law
+    pushes the full effort, and at no speed between more."""
+    lim = limits()
+    push = command(HERE, t=LIMITS.effort)
+    sent = lim.within_window(push, HERE, np.zeros(3))
+    v_zero = LIMITS.velocity * (1.0 + SPEED_MARGIN)
+    np.testing.assert_allclose(law(sent, HERE, np.zeros(3)), LIMITS.effort)          # the grip's force
+    light = lim.damped
+    np.testing.assert_allclose(law(sent, HERE, v_zero)[light], 0.0, atol=1e-9)
+    for share in np.linspace(0.0, 1.0, 11):
+        assert np.all(np.abs(law(sent, HERE, share * v_zero)) <= LIMITS.effort * (1 + 1e-12))
+    # at 0.9x the limit the push allowed is what that law gives there
+    fast = 0.9 * LIMITS.velocity
+    sent = lim.within_window(push, HERE, fast)
+    np.testing.assert_allclose(law(sent, HERE, fast)[light], (LIMITS.effort * (v_zero - fast) / v_zero)[light])
+    np.testing.assert_allclose(law(sent, HERE, v_zero)[light], 0.0, atol=1e-9)
+
+
+def test_a_stiff_damper_off_its_speed_is_bounded_without_throwing_p_des_across_the_range() -> None:
+    """Regression (issue 28): a finger faster than v_des under kd 2100 N·s/m asks 250 N of damping; the old
+    bound moved p_des to the far limit (50 mm from a finger at 6 mm) and t_ff to hundreds of newtons to cancel
+    it at the measured state, which a cycle later drove the finger the other way at full effort: fuzzed kd
+    flipped the fingers between the limits at 2-4x their speed. p_des and v_des now move toward the measured
+    state, t_ff toward zero."""
+    lim = limits()
+    q, w = np.array([0.0, 0.0, 0.006]), np.array([0.0, 0.0, 0.37 * 0.4])
+    cmd = command([0.0, 0.0, 0.0101], v=[0.0, 0.0, 0.1], kp=[0.0, 0.0, 3125.0], kd=[0.0, 0.0, 2100.0])
+    sent = lim.within_window(cmd, q, w)
+    lo, hi = lim.torque_window(q, w)
+    assert lo[2] - 1e-9 <= law(sent, q, w)[2] <= hi[2] + 1e-9
+    assert min(q[2], cmd.p[2]) <= sent.p[2] <= max(q[2], cmd.p[2])
+    assert min(w[2], cmd.v[2]) <= sent.v[2] <= max(w[2], cmd.v[2])
+    assert abs(sent.t[2]) <= LIMITS.effort[2]
+
+
+def test_every_field_that_goes_out_is_within_its_limit_and_the_frame() -> None:
+    """Random commands (clamped as a message would be) at random measured states, past the limits and the speed
+    limits included: the sent law's torque at the measured state is within the window, and every field within
+    its limit and the frame's range (a t_ff beyond the frame is cut by the encoder, which undid the bound)."""
+    lim = limits()
+    rng = np.random.default_rng(28)
+    lo_f, hi_f = lim.bounds("mit")
+    spread, centre = np.array([[2.0], [4.0], [3e4], [3e3], [30.0]]), np.array([[0.0], [0.0], [3e4], [3e3], [0.0]])
+    for _ in range(2000):
+        raw = rng.uniform(-1, 1, (5, 3)) * spread + centre
+        cmd, _ = lim.clamp(raw, slice(0, 3), "mit", 0.0)
+        q = rng.uniform(LIMITS.lower - 0.01, LIMITS.upper + 0.01)
+        w = rng.uniform(-2.0, 2.0, 3) * LIMITS.velocity
+        sent = lim.within_window(cmd, q, w)
+        lo, hi = lim.torque_window(q, w)
+        tau = law(sent, q, w)
+        assert np.all(tau >= lo - 1e-6) and np.all(tau <= hi + 1e-6), (cmd, q, w)
+        assert np.all(sent.p >= LIMITS.lower) and np.all(sent.p <= LIMITS.upper)
+        assert np.all(np.abs(sent.v) <= LIMITS.velocity)
+        assert np.all(sent.kp <= hi_f[2]) and np.all(sent.kd <= hi_f[3] + 1e-9) and np.all(sent.kp >= 0)
+        assert np.all(np.abs(sent.t) <= TMAX / RATIO + 1e-9)
+
+
+def test_a_command_whose_law_stays_within_the_window_goes_out_unchanged() -> None:
+    """What tracking within the limits sends: a stiff hold, a move below the speed band, a heavy joint at 0.9x
+    its limit with its full effort, a light one damped enough to stop at the margin on its own."""
+    lim = limits()
+    cases = [
+        (command([0.1, -0.2, 0.02], kp=[100.0, 100.0, 3000.0], kd=[2.0, 2.0, 100.0]), [0.09, -0.21, 0.019], [0.0] * 3),
+        (command([0.5, 0.5, 0.03], v=[1.0, 1.5, 0.05], kp=[20.0, 20.0, 200.0], kd=[5.0, 5.0, 200.0], t=[1.0, 2.0, 0.5]),
+         [0.49, 0.49, 0.029], [1.0, 1.5, 0.05]),
+        (command([0.0, 0.0, 0.0], t=[0.0, 20.0, 0.0]), [0.0] * 3, [0.0, 2.7, 0.0]),
+    ]
+    for cmd, q, w in cases:
+        sent = lim.within_window(cmd, np.array(q), np.array(w))
+        for name in ("p", "v", "kp", "kd", "t"):
+            np.testing.assert_array_equal(getattr(sent, name), getattr(cmd, name), err_msg=name)
+
+
+def test_a_heavy_joint_gaining_speed_fast_is_governed_a_cycle_ahead() -> None:
+    """Between two of HDAS's cycles only a heavy joint's inertia bounds it (its frame cannot carry the governor
+    as damping): at 0.8x its limit, having gained 0.2x in the last cycle, it is taken to be at 1.0x."""
+    lim = limits()
+    vel, eff = LIMITS.velocity, LIMITS.effort
+    push = command(HERE, t=eff)
+    w = 0.8 * vel
+    sent = lim.within_window(push, HERE, w, gained=0.2 * vel)
+    np.testing.assert_allclose(law(sent, HERE, w)[1], eff[1] * 0.5)               # as at 1.0x: half the effort
+    np.testing.assert_allclose(law(lim.within_window(push, HERE, w), HERE, w)[1], eff[1])
+    sent = lim.within_window(push, HERE, w, gained=-0.2 * vel)                     # slowing down: no change
+    np.testing.assert_allclose(law(sent, HERE, w)[1], eff[1])
