@@ -85,6 +85,11 @@ RESTORE_CHECK = {         # topic -> (topic, type, predicate) that shows its RES
 JUDGED_PREFIXES = ("/hdas/", "/motion_control/", "/sim/")
 RATE_TOPICS = ("/hdas/feedback_arm_left", "/hdas/feedback_torso")     # must flow through every fuzz
 SPEED_TOLERANCE = 1.35        # ground-truth speed / URDF limit (finite differences at 100 Hz; docs/safety.md)
+# The fingers' bar (docs/safety.md, section 7): HDAS's law stops pushing them at 1.05x their limit, in the motor
+# itself; the ground truth is exact in simulated time (a sample's positions and stamp are one physics step's).
+FINGERS = [f"{side}_gripper_finger_joint{k}" for side in ("left", "right") for k in (1, 2)]
+FINGER_SPEED_TOLERANCE = 1.1
+FINGER_POSITION_TOLERANCE = 0.001     # [m] past 0 or 0.05 (HDAS's push past a limit is zero 0.5 mm beyond it)
 
 
 class Truth:
@@ -317,10 +322,11 @@ class RobustnessSimTest(unittest.TestCase):
                     "/motion_control/control_torso": [f"torso_joint{k}" for k in range(1, 5)],
                     "/motion_control/control_chassis": [f"steer_motor_joint{k}" for k in range(1, 4)]}
         self.checker = LimitChecker(ranges, commands, frozenset({"/hdas/feedback_gripper_left",
-                                                                  "/hdas/feedback_gripper_right"}))
+                                                                  "/hdas/feedback_gripper_right"}),
+                                    {f: FINGER_POSITION_TOLERANCE for f in FINGERS})
         moving = {n: lim.velocity for n, lim in limits.items()
                   if not n.startswith("wheel_") and np.isfinite(lim.velocity)}
-        self.speeds = SpeedChecker(moving, SPEED_TOLERANCE)
+        self.speeds = SpeedChecker(moving, SPEED_TOLERANCE, {f: FINGER_SPEED_TOLERANCE for f in FINGERS})
         self.problems = []
         self.problem_lock = threading.Lock()
         self.arrivals = {t: collections.deque(maxlen=2000) for t in RATE_TOPICS}

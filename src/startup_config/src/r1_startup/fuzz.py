@@ -275,17 +275,21 @@ class LimitChecker:
     finite values, and positions within the URDF's ranges.
 
     `ranges`: joint -> (lower, upper); `command_joints`: motor_control topic -> the joints of its
-    p_des entries in order; `stroke_topics`: JointState topics whose position is a gripper stroke [mm]."""
+    p_des entries in order; `stroke_topics`: JointState topics whose position is a gripper stroke [mm];
+    `tolerances`: joint -> how far [rad, m] it may be seen beyond its range (POSITION_TOLERANCE for
+    any other)."""
 
     def __init__(self, ranges: dict[str, tuple[float, float]], command_joints: dict[str, list[str]],
-                 stroke_topics: frozenset[str] = frozenset()):
+                 stroke_topics: frozenset[str] = frozenset(), tolerances: Optional[dict[str, float]] = None):
         self.ranges = ranges
         self.command_joints = command_joints
         self.stroke_topics = stroke_topics
+        self.tolerances = tolerances or {}
 
     def _beyond(self, joint: str, value: float) -> bool:
         lo, hi = self.ranges.get(joint, (-math.inf, math.inf))
-        return value < lo - POSITION_TOLERANCE or value > hi + POSITION_TOLERANCE
+        tol = self.tolerances.get(joint, POSITION_TOLERANCE)
+        return value < lo - tol or value > hi + tol
 
     def check(self, topic: str, msg: Any) -> list[str]:
         problems = [f"{topic}: non-finite {p}" for p in non_finite(msg)]
@@ -305,11 +309,14 @@ class LimitChecker:
 
 
 class SpeedChecker:
-    """Joint speeds from successive ground-truth samples (finite differences) against the limits."""
+    """Joint speeds from successive ground-truth samples (finite differences) against the limits:
+    `velocity`: joint -> its limit; a speed beyond `tolerance` x the limit is reported (`tolerances`:
+    joint -> its own share, for the joints the driver bounds closer)."""
 
-    def __init__(self, velocity: dict[str, float], tolerance: float):
+    def __init__(self, velocity: dict[str, float], tolerance: float, tolerances: Optional[dict[str, float]] = None):
         self.velocity = velocity
         self.tolerance = tolerance
+        self.tolerances = tolerances or {}
         self._last: tuple[float, dict[str, float]] | None = None
         self.fastest: dict[str, float] = {}      # joint -> the largest speed / limit seen
 
@@ -324,6 +331,6 @@ class SpeedChecker:
             if n in now and n in last[1]:
                 share = abs(now[n] - last[1][n]) / dt / limit
                 self.fastest[n] = max(self.fastest.get(n, 0.0), share)
-                if share > self.tolerance:
+                if share > self.tolerances.get(n, self.tolerance):
                     out.append(f"{n} at {share * limit:.3g} rad/s, {share:.2f}x its limit {limit:g}")
         return out

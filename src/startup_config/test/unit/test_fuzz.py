@@ -84,3 +84,17 @@ def test_the_speed_checker_takes_finite_differences():
     assert s.sample(0.02, ["j1"], [0.07])                          # 4 rad/s
     assert s.fastest["j1"] == pytest.approx(4.0 / 3.0)
     assert s.sample(0.02, ["j1"], [5.0]) == []                     # the same stamp: no speed
+
+
+def test_the_checkers_take_a_joints_own_tolerance():
+    """The fingers' bar is closer than the others' (docs/safety.md, section 7)."""
+    from r1_startup.fuzz import LimitChecker, SpeedChecker
+    c = LimitChecker({"j1": (-1.0, 1.0), "f": (0.0, 0.05)}, {}, tolerances={"f": 0.001})
+    assert c.check("/sim/joint_states", JointState(name=["j1", "f"], position=[1.015, 0.0509])) == []
+    bad = c.check("/sim/joint_states", JointState(name=["j1", "f"], position=[1.015, -0.0011]))
+    assert len(bad) == 1 and "f at -0.0011" in bad[0]
+    s = SpeedChecker({"j1": 3.0, "f": 0.25}, tolerance=1.35, tolerances={"f": 1.1})
+    assert s.sample(0.0, ["j1", "f"], [0.0, 0.0]) == []
+    assert s.sample(0.01, ["j1", "f"], [0.04, 0.0027]) == []          # 1.33x and 1.08x
+    late = s.sample(0.02, ["j1", "f"], [0.08, 0.0056])                # 1.33x and 1.16x
+    assert len(late) == 1 and late[0].startswith("f at")
