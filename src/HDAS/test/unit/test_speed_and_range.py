@@ -244,7 +244,7 @@ def test_an_adversarial_gripper_command_keeps_the_fingers_within_their_speed_and
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_a_joint_given_its_effort_as_feed_forward_stays_within_its_speed_and_range(joint: int, sign: float) -> None:
     """One joint of the arm driven by torque alone at its effort (from limp), the others holding, at the
-    robot's 500 Hz: the shoulder 3.3x its limit, the elbow 5.8x, the wrist 12.5x before the governor (and
+    robot's 500 Hz: the shoulder 3.5x its limit, the elbow 5.8x, the wrist 13x before the governor (and
     up to 20 mrad past a limit). The wrist's frame carries the governor as damping; the shoulder's and
     the elbow's are governed as HDAS measures them, a cycle at a time."""
     arms = Arms(500.0)
