@@ -3,9 +3,10 @@
 
 1. Every topic of config/r1_topics.yaml (the guide's HDAS, motion control, pose estimation and sensor
    topics, /odom, /diagnostics) is published with its type, and every stream delivers.
-2. The scripted demo (mobiman.demo.scripted: drive a square, lift the torso, reach with both arms, open and close
-   the grippers; its pick and place skipped here, pick_sim.test asserts it) meets every outcome within its
-   tolerance: chassis displacement on ground truth, torso height, both gripper poses, gripper strokes.
+2. The scripted demo (mobiman.demo.scripted: drive a square at 0.5 and at 1 m/s with the torso held
+   straight, lift the torso, reach with both arms, open and close the grippers; its pick and place skipped
+   here, pick_sim.test asserts it) meets every outcome within its tolerance: chassis displacement on ground
+   truth, the torso held while driving, torso height, both gripper poses, gripper strokes.
 3. Every node of ours publishes /diagnostics, and its statuses arrive with the standard loop keys.
 4. TF is one tree: every link of the URDF has a transform from `odom` (wheel odometry, the pose
    estimator's /joint_states and robot_state_publisher together).
@@ -54,7 +55,10 @@ class SystemSimTest(unittest.TestCase):
         outcomes = Demo(DemoConfig(wall_timeout=900, skip=("pick",)), log=rospy.loginfo).run()
         rospy.loginfo("demo outcomes:\n" + table(outcomes))
         steps = {o.step for o in outcomes}
-        self.assertEqual(steps, {"drive square", "lift torso", "reach", "gripper open", "gripper close"})
+        self.assertEqual(steps, {"drive square at 0.5 m/s", "drive square at 1 m/s", "lift torso", "reach",
+                                 "gripper open", "gripper close"})
+        held = [o for o in outcomes if o.quantity == "torso joints off where they stood"]
+        self.assertEqual([o.tolerance for o in held], [0.05, 0.05])      # the torso straight, held while driving
         self.assertTrue(any("ground truth" in o.quantity for o in outcomes), "no ground truth in simulation?")
         bad = [o for o in outcomes if not o.ok]
         self.assertEqual(bad, [], "out of tolerance:\n" + table(bad))
