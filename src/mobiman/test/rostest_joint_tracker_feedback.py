@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tracker alone, the test playing HDAS's feedback: nothing before feedback, a start-up
 hold at the measured position, the 7th (gripper) entry only for 7-entry targets, silence
-when the feedback goes stale, and a new target answered at once (one tick borrowed from the
+when the feedback goes stale, a push held against (the plan stays), motors reported off
+followed and re-planned from, and a new target answered at once (one tick borrowed from the
 plan's clock, once per feedback period).
 """
 import threading
@@ -11,7 +12,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
-from hdas_msg.msg import motor_control
+from hdas_msg.msg import feedback_status, feedback_status_detail, motor_control
 from sensor_msgs.msg import JointState
 
 from r1_common.ros_testing import Latest, Recorder
@@ -48,11 +49,13 @@ class JointTrackerFeedbackTest(unittest.TestCase):
     def setUpClass(cls):
         cls.cmd = Latest("/motion_control/control_arm_left", motor_control)
         cls.target = rospy.Publisher("/motion_target/target_joint_state_arm_left", JointState, queue_size=10)
+        cls.status = rospy.Publisher("/hdas/feedback_status_arm_left", feedback_status, queue_size=10)
         cls.player = FeedbackPlayer()
         cls.player.start()
         # the tracker is up once it listens to the feedback (a starved machine starts it slowly)
         deadline = time.monotonic() + 120
-        while cls.player.pub.get_num_connections() == 0 or cls.target.get_num_connections() == 0:
+        while (cls.player.pub.get_num_connections() == 0 or cls.target.get_num_connections() == 0
+               or cls.status.get_num_connections() == 0):
             assert time.monotonic() < deadline, "the tracker node did not come up"
             time.sleep(0.1)
         time.sleep(0.5)
@@ -85,20 +88,35 @@ class JointTrackerFeedbackTest(unittest.TestCase):
         self.player.playing = True
         msg = self.cmd.wait(5, lambda m: self.cmd.count > count + 5)
         np.testing.assert_allclose(msg.p_des, MEASURED[:6], atol=1e-6)
-        # 6. the arm is found far from the plan (motors were off, someone pushed it): the tracker
-        #    re-plans from where it is, from rest, toward its target, instead of yanking it back
+        # 6. the arm is pushed 0.6 rad away while the feedback flows: the plan stays, the motors pull back
         moved = list(MEASURED)
         moved[1] += 0.6
         self.player.position = moved
+        time.sleep(0.5)
+        np.testing.assert_allclose(self.cmd.wait().p_des, MEASURED[:6], atol=1e-6)
+        # 7. the driver reports the arm's motors off: the tracker follows where the arm is (and once they
+        #    hold again it re-plans from there, from rest, instead of yanking it back)
+        status = feedback_status(name_id="left_arm", errors=[feedback_status_detail(j, 1, ["MOTOR_DISABLE"])
+                                                             for j in ARM[:6]])
+        self.status.publish(status)
         msg = self.cmd.wait(5, lambda m: abs(m.p_des[1] - moved[1]) < 1e-3)
         np.testing.assert_allclose(msg.p_des, moved[:6], atol=1e-3)
+        self.status.publish(feedback_status(name_id="left_arm", errors=[feedback_status_detail(j, 0, [])
+                                                                        for j in ARM[:6]]))
+        time.sleep(0.05)
+        msg = self.cmd.wait()                     # from where the arm is, from rest, on toward its target
+        np.testing.assert_allclose(msg.p_des, moved[:6], atol=0.01)
         self.assertLess(max(abs(v) for v in msg.v_des), 0.05, "a re-planned trajectory starts from rest")
-        # and a joint read just past its hard stop (joint 2's lower limit is 0) is held at the limit
+        # and a joint read just past its hard stop (joint 2's lower limit is 0), followed while the motors
+        # are off, is followed to the limit, not past it
         past = list(moved)
         past[1] = -0.0005
         self.player.position = past
+        self.status.publish(status)
         msg = self.cmd.wait(5, lambda m: abs(m.p_des[1]) < 1e-3)
         self.assertGreaterEqual(min(c for c in msg.p_des[1:2]), 0.0)
+        self.status.publish(feedback_status(name_id="left_arm", errors=[feedback_status_detail(j, 0, [])
+                                                                        for j in ARM[:6]]))
 
 
 class JointTrackerReactTest(unittest.TestCase):

@@ -217,6 +217,8 @@ def test_the_gate_waits_for_a_joint_that_lags_and_does_not_keep_pace() -> None:
     assert guard.gate(3, np.array([0.95]), None, plan, speed) == 0                # no velocity: the lag decides
     assert guard.gate(3, np.array([1.05]), np.array([0.0]), plan, speed) == 3     # ahead
     assert SetpointGuard(1, 0.1, 0.0).gate(3, np.array([0.0]), None, plan, speed) == 3   # off
-    # a lag the loop's delay explains (the set-point the joint follows is that much older) is no lag
-    assert guard.gate(3, np.array([0.95]), np.array([0.0]), plan, speed, delay=0.1) == 3
-    assert guard.gate(3, np.array([0.90]), np.array([0.0]), plan, speed, delay=0.1) == 0
+    # a lag late feedback explains (the set-point the joint follows is that much older) is no lag; the
+    # usual age is what the threshold was set with
+    assert guard.gate(3, np.array([0.95]), np.array([0.0]), plan, speed, age=0.12) == 3
+    assert guard.gate(3, np.array([0.90]), np.array([0.0]), plan, speed, age=0.12) == 0
+    assert guard.gate(3, np.array([0.97]), np.array([0.0]), plan, speed, age=0.02) == 0

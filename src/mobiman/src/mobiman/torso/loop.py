@@ -82,8 +82,9 @@ class TorsoLoop:
             self._say("info", "back", "torso feedback is back; publishing again")
         if not ctrl.started:
             self._say("info", None, f"torso feedback arrived; holding {np.round(q, 3).tolist()}")
-        self.delay = max(t - arrival.time, 0.0) + self.clock.period
-        cmd = ctrl.step(arrival.time, q, velocity, self.delay)
+        age = max(t - arrival.time, 0.0)
+        self.delay = age + self.clock.period
+        cmd = ctrl.step(arrival.time, q, velocity, age)
         for text in ctrl.events:
             self._say("warn", text.split(" ")[0], text)
         ctrl.events = []

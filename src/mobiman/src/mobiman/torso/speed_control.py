@@ -263,9 +263,10 @@ class TorsoSpeedController:
 
     # -- the tick ------------------------------------------------------------------------------
     def step(self, now: float, q_measured: Sequence[float] | np.ndarray,
-             v_measured: Optional[Sequence[float] | np.ndarray] = None, delay: float = 0.0) -> TorsoCommand:
+             v_measured: Optional[Sequence[float] | np.ndarray] = None, age: float = 0.0) -> TorsoCommand:
         """Advance to time `now` (feedback stamp) with the measured joints (and velocities, for the gate: None
-        when unknown; `delay` [s]: the loop's, whose lag the gate allows); returns the set-points."""
+        when unknown; `age` [s]: the feedback's, whose lag beyond the usual the gate allows); returns the
+        set-points."""
         q_meas = np.clip(_finite(q_measured, 4, "measured position"), self.lower, self.upper)
         v_meas = None if v_measured is None else np.asarray(v_measured, dtype=float)
         if v_meas is not None and (v_meas.shape != (4,) or not np.isfinite(v_meas).all()):
@@ -282,9 +283,9 @@ class TorsoSpeedController:
         if self._state is S.JOINT_TARGET and self._takeover:
             self._take_over()
         if self._state is S.JOINT_TARGET:
-            self._joint_tick(dt, q_meas, v_meas, delay)
+            self._joint_tick(dt, q_meas, v_meas, age)
         else:
-            if dt > 0.0 and not self.guard.gate(1, q_meas, v_meas, self._q, self._qd, delay):
+            if dt > 0.0 and not self.guard.gate(1, q_meas, v_meas, self._q, self._qd, age):
                 dt = 0.0              # the joints lag the moving command and do not keep pace: it waits
                 self.stats["paused"] += 1
             self._speed_tick(dt, now)
@@ -307,14 +308,14 @@ class TorsoSpeedController:
         else:
             self.start(q_meas)
 
-    def _joint_tick(self, dt: float, q_meas: np.ndarray, v_meas: Optional[np.ndarray], delay: float) -> None:
+    def _joint_tick(self, dt: float, q_meas: np.ndarray, v_meas: Optional[np.ndarray], age: float) -> None:
         trk = self.tracker
         if self._pending is not None:             # a new target during a move: Ruckig continues from its state
             pending, self._pending = self._pending, None
             if self._give_tracker(pending):
                 self._last_target = pending
         steps = self.clock.ticks(dt)
-        allowed = self.guard.gate(steps, q_meas, v_meas, trk.position, trk.velocity, delay)
+        allowed = self.guard.gate(steps, q_meas, v_meas, trk.position, trk.velocity, age)
         if allowed < steps:                       # the joints lag and do not keep pace: the plan's clock waits
             steps = 0
             self.stats["paused"] += 1

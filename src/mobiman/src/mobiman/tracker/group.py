@@ -98,6 +98,7 @@ class GroupController:
         self.gripper_target: Optional[float] = None
         self.here: Optional[np.ndarray] = None           # the last measured joints, clipped to the limits
         self.measured_velocity: Optional[np.ndarray] = None   # and their velocities (None: not sent)
+        self.age = 0.0                                   # the last feedback's age when its tick ran [s]
         self.delay = 0.0                                 # the loop's delay at the last tick [s]: feedback age + period
         self._last_why: Optional[str] = None             # the re-plan reason of the last tick
         self.early = False                               # a tick was sent ahead of this feedback period
@@ -206,7 +207,8 @@ class GroupController:
             self._last_why = why
         self.early = False
         due = self.clock.ticks_due(arrival.time)
-        self.delay = max(t - arrival.time, 0.0) + self.clock.period
+        self.age = max(t - arrival.time, 0.0)
+        self.delay = self.age + self.clock.period
         steps = self._gate(due)
         for _ in range(steps):
             self.tracker.advance()
@@ -235,7 +237,7 @@ class GroupController:
         lags the moving plan and does not keep pace)."""
         assert self.here is not None, "a tick has measured joints"
         allowed = self.guard.gate(steps, self.here, self.measured_velocity, self.tracker.position,
-                                  self.tracker.velocity, self.delay)
+                                  self.tracker.velocity, self.age)
         if allowed < steps:
             self.counters["paused"] += 1
         return allowed
