@@ -9,6 +9,12 @@ it accepts, on its MST_ID) and produces the torque the physics applies:
   with the frame's speed limit and torque-limit ratio, VEL: the speed PI loop;
   every output saturates at the motor's peak torque (or at TMAX, should a register write make
   that the smaller);
+* for the physics (`drive`, `redrive`): the law over one step as f - d v, v the joint's velocity at the
+  step's end, so that the physics integrates the law's damping (the MIT frame's kd, the speed loop's
+  KP_ASR) implicitly: the motor runs its loop at tens of kHz, continuously, and one explicit evaluation
+  a physics step is unstable once d x step / the joint's inertia exceeds 2 (a finger's kd above
+  0.72 N·m·s/rad, 0.45 kN·s/m at the finger, at 500 Hz). A step over which the law saturates at the
+  peak is taken saturated (`redrive`), so the torque applied never exceeds it;
 * command frames on another mode's id are ignored (no reply), as the firmware;
 * special frames: enable, disable, set zero (only while disabled), clear error;
 * registers: read/write through 0x7FF (CTRL_MODE only while disabled), status request;
@@ -85,6 +91,9 @@ class SimMotor:
         self._target: tuple = (0.0, 0.0, 0.0, 0.0, 0.0)   # mode-specific command
         self._integral = 0.0
         self._last_step = -math.inf
+        # the law over the step `drive` gave: tau(v) = clamp(a - b v, ±limit), and the region taken (f, d)
+        self._a = self._b = self._limit = self._f = self._d = 0.0
+        self._driven = False
 
     # -- frames --------------------------------------------------------------------------
     def handle(self, arbitration_id: int, data: bytes, now: float) -> bytes | None:
@@ -188,10 +197,14 @@ class SimMotor:
 
     # -- physics side ----------------------------------------------------------------------
     def set_state(self, position: float, velocity: float, now: float, dt: float = 0.0) -> None:
-        """Where the joint is now; advances the watchdog and the thermal model by dt.
+        """Where the joint is now; advances the watchdog and the thermal model by dt. After a `drive`, the
+        end of that step: `last_torque` becomes the torque the step applied, f - d · velocity.
 
         Runs for every motor at every physics step: kept to plain attribute arithmetic."""
         self.position, self.velocity = float(position), float(velocity)
+        if self._driven:       # the step `drive` gave: the torque it applied, at the joint's end velocity
+            self._driven = False
+            self.last_torque = self._f - self._d * self.velocity
         if dt > 0.0:
             # I²R heating, first order (the module docstring has the calibration)
             t2 = self.last_torque * self.last_torque
@@ -254,6 +267,89 @@ class SimMotor:
     def output(self, now: float) -> float:
         """`torque` at the state the last `set_state` gave."""
         return self.torque(self.position, self.velocity, now)
+
+    def drive(self, now: float) -> tuple[float, float]:
+        """The law over the next physics step, from the state the last `set_state` gave, for a physics that
+        integrates damping implicitly: (f [N·m], d [N·m·s/rad] >= 0) such that the motor applies f - d · v
+        over the step, v the joint's velocity at the step's end (motor units: a gripper's linkage is the
+        caller's).
+
+        The law is affine in the velocity until it saturates: tau(v) = clamp(a - b v, ±limit), b the MIT
+        frame's kd or the speed loop's KP_ASR, the limit the peak torque (or TMAX, or force-position's
+        ratio of it, as `torque`); the rest (the position terms, v_des, t_ff, the speed loop's integral) is
+        taken at the step's start. Where the law at the start velocity is within the limit, (f, d) =
+        (a, b); where it is saturated, (±limit, 0); unpowered, (0, 0). The step's end may show the other
+        region (`redrive`). `set_state` then records the torque applied as `last_torque`. Called in place
+        of `torque`/`output`, once a step: the speed loop's integral advances here."""
+        if not self.enabled or self.error is not None:
+            self._a = self._b = self._limit = self._f = self._d = 0.0
+            self._driven = True
+            self.last_torque = 0.0
+            return 0.0, 0.0
+        dt = min(max(now - self._last_step, 0.0), 0.01) if math.isfinite(self._last_step) else 1e-3
+        self._last_step = now
+        p = self.position - self.zero_offset
+        velocity = self.velocity
+        tmax = self.limits.tmax
+        limit = self.rating.peak            # what the motor gives, or TMAX if that is smaller
+        if tmax < limit:
+            limit = tmax
+        mode = self.mode
+        if mode == ControlMode.MIT:
+            p_des, v_des, kp, kd, t_ff = self._target
+            a = kp * (p_des - p) + kd * v_des + t_ff
+            b = kd
+        else:
+            if mode == ControlMode.VEL:
+                v_ref = self._target[0]
+            else:
+                p_des, v_limit, ratio = self._target
+                v_ref = float(self.registers[_KP_APR]) * (p_des - p)
+                v_ref = max(-v_limit, min(v_limit, v_ref))
+                if ratio * tmax < limit:    # the frame's torque limit is a ratio of TMAX
+                    limit = ratio * tmax
+            b = float(self.registers[_KP_ASR])
+            self._integral += float(self.registers[Register.KI_ASR]) * (v_ref - velocity) * dt
+            self._integral = max(-limit, min(limit, self._integral))
+            a = b * v_ref + self._integral
+        if limit <= 0.0:                    # a zero torque ratio: no torque whatever the speed
+            a = b = limit = 0.0
+        tau = a - b * velocity
+        if tau > limit:
+            f, d, tau = limit, 0.0, limit
+        elif tau < -limit:
+            f, d, tau = -limit, 0.0, -limit
+        else:
+            f, d = a, b
+        self._a, self._b, self._limit, self._f, self._d = a, b, limit, f, d
+        self._driven = True
+        self.last_torque = tau
+        return f, d
+
+    def redrive(self, velocity: float) -> tuple[float, float] | None:
+        """After a step driven by `drive` that ended at `velocity` [rad/s]: None when the law there is in the
+        region the step took (within the peak, or saturated on the same side), else (f, d) of the next region
+        towards it, to take the step again with: saturated at the start and within the peak (or beyond on the
+        other side) at the end, the step is within the peak; within it at the start and beyond at the end,
+        saturated on that side (one joint's implicit step with saturation, whose solution lies where the law
+        and the step agree: at most two steps more)."""
+        b = self._b
+        if b == 0.0:
+            return None                      # the law does not depend on the velocity: always consistent
+        tau = self._a - b * velocity
+        limit = self._limit
+        if self._d == 0.0:                   # saturated: at +limit or -limit
+            if (tau >= limit) if self._f > 0.0 else (tau <= -limit):
+                return None
+            f, d = self._a, b
+        elif tau > limit:
+            f, d = limit, 0.0
+        elif tau < -limit:
+            f, d = -limit, 0.0
+        else:
+            return None
+        self._f, self._d = f, d
+        return f, d
 
     def _speed_loop(self, v_ref: float, velocity: float, limit: float, dt: float) -> float:
         """PI speed loop with the integral clamped to the torque limit (anti-windup)."""

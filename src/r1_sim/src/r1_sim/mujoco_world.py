@@ -5,7 +5,9 @@ a scene, and gives `r1_sim.robot.SimRobot` what its motors need:
 
 * the **body joints** (torso, arms, fingers) in the caller's order: positions, velocities,
   accelerations of the last step; `step(tau, ...)` applies the motors' torques (N·m, or N on a
-  finger) as generalised forces and advances one time step. Joint friction (viscous → damping,
+  finger) as generalised forces and advances one time step, the motors' own damping (`damping`)
+  integrated implicitly with the joints' viscous friction; `redo` takes that step again from the
+  state before it, with other torques and damping (the motors' saturation). Joint friction (viscous → damping,
   Coulomb → friction loss), rotor inertia (armature) and the hard stops are MuJoCo's; a **brake**
   is a joint equality that holds the joint where it was when the brake engaged;
 * the **base**: its planar joints follow the swerve modules (the twist `step` is given, base frame),
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import mujoco
 import numpy as np
@@ -117,6 +119,11 @@ class MujocoWorld:
         self._qadr = np.array([self._joint(j).qposadr[0] for j in joints], dtype=int)
         self._dadr = np.array([self._joint(j).dofadr[0] for j in joints], dtype=int)
         model.dof_damping[self._dadr] = arrays[0]
+        self._viscous = arrays[0]
+        self._motor_damping: List[float] = [0.0] * n      # the motors' damping in dof_damping now (`step`)
+        self._state_spec = int(mujoco.mjtState.mjSTATE_INTEGRATION)
+        self._before = np.empty(mujoco.mj_stateSize(model, self._state_spec))     # where a `redo` starts
+        self._pushes_before: Tuple[Dict[int, float], float] = ({}, math.inf)
         model.dof_frictionloss[self._dadr] = arrays[1]
         model.dof_armature[self._dadr] = arrays[2]
         ranges = np.array([model.jnt_range[self._joint(j).id] for j in joints]).reshape(n, 2)
@@ -208,18 +215,48 @@ class MujocoWorld:
 
     # -- dynamics ------------------------------------------------------------------------------------
     def step(self, tau: ArrayLike, base_twist: Tuple[float, float, float],
-             chassis_q: ArrayLike = (), chassis_v: ArrayLike = ()) -> None:
+             chassis_q: ArrayLike = (), chassis_v: ArrayLike = (), damping: Optional[List[float]] = None) -> None:
         """One time step under the motor torques `tau` (caller order), the base following `base_twist`
-        (vx, vy [m/s], wz [rad/s], base frame), the chassis joints posed at `chassis_q`, `chassis_v`."""
+        (vx, vy [m/s], wz [rad/s], base frame), the chassis joints posed at `chassis_q`, `chassis_v`.
+
+        `damping` (caller order, each >= 0; N·m·s/rad, N·s/m on a finger; None: none): the motors' own
+        damping, integrated implicitly (MuJoCo's joint damping, beside the joints' viscous friction), so
+        that joint i is pushed by tau[i] - damping[i] · v[i] over the step, v[i] its velocity at the step's
+        end, stably whatever damping[i] · time step / the joint's inertia. Given, the state before the step
+        is kept for `redo`."""
         m, d = self.model, self.data
         d.qfrc_applied[self._dadr] = tau
         d.ctrl[self._servos] = self.traction.setpoint(d.qpos[self._base_q].tolist(), base_twist, m.opt.timestep)
         if len(self._chassis_q):
             d.qpos[self._chassis_q] = chassis_q
             d.qvel[self._chassis_v] = chassis_v
+        if damping is not None:
+            if damping != self._motor_damping:
+                self._set_motor_damping(damping)
+            mujoco.mj_getState(m, d, self._before, self._state_spec)
+            self._pushes_before = (dict(self._pushes) if self._pushes else {}, self._push_end)
         mujoco.mj_step(m, d)
         if d.time >= self._push_end:
             self._end_pushes()
+
+    def redo(self, tau: ArrayLike, damping: List[float]) -> None:
+        """Take the last `step` (one given `damping`) again from the state before it, under the motor torques
+        `tau` and `damping` (as `step`'s); the base's set-point, the chassis' pose, the brakes and the
+        pushes as they were."""
+        m, d = self.model, self.data
+        mujoco.mj_setState(m, d, self._before, self._state_spec)
+        pushes, self._push_end = self._pushes_before
+        self._pushes = dict(pushes)
+        d.qfrc_applied[self._dadr] = tau
+        if damping != self._motor_damping:
+            self._set_motor_damping(damping)
+        mujoco.mj_step(m, d)
+        if d.time >= self._push_end:
+            self._end_pushes()
+
+    def _set_motor_damping(self, damping: List[float]) -> None:
+        self._motor_damping = list(damping)
+        self.model.dof_damping[self._dadr] = self._viscous + np.asarray(damping, dtype=float)
 
     @property
     def time(self) -> float:

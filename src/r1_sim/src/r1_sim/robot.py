@@ -28,6 +28,9 @@ Frame = Tuple[int, bytes]     # (typing's names: a module-level alias runs on Py
 
 
 REMOTE_OFF = 255        # /sim/remote mode: the receiver sends nothing (remote off, link lost)
+# A physics step is taken again at most this often while a motor's law ends it in another region (within its
+# peak torque, or saturated) than it took (SimRobot.step): one joint needs two at most.
+MAX_REDO = 3
 
 
 @dataclass
@@ -121,6 +124,7 @@ class SimRobot:
         self._board_due = now                # the earliest of them
         self._imu_seq = 0
         self._power = 0.0
+        self.redone_steps = 0                # physics steps taken again for a motor's saturation (`step`)
         self.time = now
         self._sync_motor_state(now)
 
@@ -201,20 +205,30 @@ class SimRobot:
     def step(self, dt: float) -> None:
         """Advance the world by dt: motor torques at the current state, then integrate.
 
+        The motors on the bodies (torso, arms, grippers) give their law as a torque and a damping
+        (SimMotor.drive) that the world integrates implicitly, so a stiff damper (the MIT frame's kd up to
+        5 N·m·s/rad, ~3 kN·s/m at a finger through its linkage) is stable at any physics rate, as the real
+        motor's loop at tens of kHz is; where a motor's law ends the step in another region (within its
+        peak, or saturated) than it took, the step is taken again in that region (SimMotor.redrive,
+        MujocoWorld.redo; `redone_steps` counts them). The chassis motors drive the chassis model as before.
+
         The motors live on this simulated clock (`time`), not the wall clock, so a pause
         of the simulator process (a busy machine) does not trip their comm watchdogs.
         """
         self.time += dt
         now = self.time
-        tau = [0.0] * len(self.body_joints)
+        n = len(self.body_joints)
+        tau = [0.0] * n
+        damping = [0.0] * n
         power = 0.0
         for m, i in self._body_motors:       # each at the state the last sync gave it (nothing moved since)
-            t = tau[i] = m.output(now)
-            power += abs(t * m.velocity)
+            tau[i], damping[i] = m.drive(now)
+            power += abs(m.last_torque * m.velocity)
         for m, i, j, r in self._grip_motors:
-            t = m.output(now)
-            power += abs(t * m.velocity)
-            tau[i] = tau[j] = t / (2 * r)    # the linkage: half the motor's force on each finger
+            f, d = m.drive(now)
+            power += abs(m.last_torque * m.velocity)
+            tau[i] = tau[j] = f / (2 * r)    # the linkage: half the motor's force on each finger
+            damping[i] = damping[j] = d / (2 * r * r)   # and its damping: d (v_i + v_j) / (2 r)^2 on each, v_i = v_j
         modules = [m.output(now) for m in self._chassis_motors]      # steering, then wheels
         for m, t in zip(self._chassis_motors, modules):
             power += abs(t * m.velocity)
@@ -234,18 +248,49 @@ class SimRobot:
             self.world.model.opt.timestep = dt
         if chassis:
             steer_q, steer_v, wheel_q, wheel_v = chassis.module_state()
-            self.world.step(tau, chassis.base_twist(), steer_q + wheel_q, steer_v + wheel_v)
+            self.world.step(tau, chassis.base_twist(), steer_q + wheel_q, steer_v + wheel_v, damping)
         else:
-            self.world.step(tau, (0.0, 0.0, 0.0))
+            self.world.step(tau, (0.0, 0.0, 0.0), damping=damping)
+        v = self._saturate(tau, damping)
         self.battery.step(power / 0.85, dt)
-        self._sync_motor_state(now, dt)
+        self._sync_motor_state(now, dt, v)
 
-    def _sync_motor_state(self, now: float, dt: float = 0.0) -> None:
-        """Tell each motor where its joint is, for its feedback replies, thermal model and watchdog, and
-        the next step's torques. Python floats, not numpy scalars: this runs for every motor at every
-        physics step, where numpy scalar arithmetic is ~4x slower (and numpy on the 24 motors' arrays
-        slower still: ~1.5 µs an operation)."""
-        q, v = self.world.positions.tolist(), self.world.velocities.tolist()
+    def _saturate(self, tau: list, damping: list) -> list:
+        """Take the step again while a body motor's law, at the velocity the step ended with, is in another
+        region than the step took (SimMotor.redrive), at most MAX_REDO times (the last step taken stands);
+        the body joints' velocities at the end."""
+        redone = 0
+        while True:
+            v = self.world.velocities.tolist()
+            if redone == MAX_REDO:
+                return v
+            again = False
+            for m, i in self._body_motors:
+                new = m.redrive(v[i])
+                if new is not None:
+                    tau[i], damping[i] = new
+                    again = True
+            for m, i, j, r in self._grip_motors:
+                new = m.redrive(0.5 * (v[i] + v[j]) / r)
+                if new is not None:
+                    f, d = new
+                    tau[i] = tau[j] = f / (2 * r)
+                    damping[i] = damping[j] = d / (2 * r * r)
+                    again = True
+            if not again:
+                return v
+            self.world.redo(tau, damping)
+            redone += 1
+            self.redone_steps += 1
+
+    def _sync_motor_state(self, now: float, dt: float = 0.0, v: Optional[list] = None) -> None:
+        """Tell each motor where its joint is (`v`: the body joints' velocities, if read already), for its
+        feedback replies, thermal model and watchdog, and the next step's torques. Python floats, not numpy
+        scalars: this runs for every motor at every physics step, where numpy scalar arithmetic is ~4x
+        slower (and numpy on the 24 motors' arrays slower still: ~1.5 µs an operation)."""
+        q = self.world.positions.tolist()
+        if v is None:
+            v = self.world.velocities.tolist()
         for m, i in self._body_motors:
             m.set_state(q[i], v[i], now, dt)
         for m, i, j, r in self._grip_motors:

@@ -236,3 +236,61 @@ def test_non_finite_register_writes_are_not_stored() -> None:
     write(Register.PMAX, float("inf"))
     assert m.limits == LIM
     m.feedback()                       # still encodes
+
+
+# -- the law as the physics integrates it (drive, redrive) ---------------------------------------------------
+def test_drive_splits_the_mit_law_into_a_torque_and_the_damping_the_physics_integrates() -> None:
+    m = make()
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    frame = damiao.encode_mit(1.0, 0.3, 4.0, 0.5, 1.0, LIM)
+    m.handle(ESC, frame, 0.0)
+    c = damiao.decode_mit(frame, LIM)
+    m.set_state(0.5, 0.2, 0.0)
+    f, d = m.drive(0.001)
+    assert (f, d) == pytest.approx((c.kp * (c.p - 0.5) + c.kd * c.v + c.tau, c.kd))
+    assert m.last_torque == pytest.approx(m.torque(0.5, 0.2, 0.001))       # the law at the step's start
+    m.set_state(0.51, 0.8, 0.001, 0.001)                                      # the step ended at 0.8 rad/s
+    assert m.last_torque == pytest.approx(f - d * 0.8)                       # what it applied
+    assert m.redrive(0.8) is None
+
+
+def test_drive_saturated_gives_the_peak_without_damping_and_redrive_moves_one_region_at_a_time() -> None:
+    m = make()
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    frame = damiao.encode_mit(0.5, -20.0, 0.0, 5.0, 0.0, LIM)              # kd 5 toward -20 rad/s, from rest
+    m.handle(ESC, frame, 0.0)
+    c = damiao.decode_mit(frame, LIM)
+    f, d = m.drive(0.001)
+    assert (f, d) == (-RATING.peak, 0.0)
+    # the step, saturated, ended far past where the law would still push: the step is within the peak
+    assert m.redrive(-30.0) == pytest.approx((c.kp * (c.p - 0.5) + c.kd * c.v + c.tau, c.kd))
+    # within the peak, it ended where the law pushes beyond it the other way: saturated there
+    assert m.redrive(-30.0) == (RATING.peak, 0.0)
+    assert m.redrive(-30.0) is None
+    m.set_state(0.5, -30.0, 0.001, 0.001)
+    assert m.last_torque == RATING.peak
+    # a law without damping never changes its region
+    m.handle(ESC, damiao.encode_mit(0.5, 0.0, 0.0, 0.0, 100.0, LIM), 0.0)
+    assert m.drive(0.002) == (RATING.peak, 0.0) and m.redrive(100.0) is None
+
+
+def test_drive_of_force_position_takes_the_speed_loops_gain_as_damping() -> None:
+    m = make()
+    m.handle(damiao.REGISTER_ID, damiao.encode_register_write(ESC, Register.CTRL_MODE, 4), 0.0)
+    m.handle(ESC, damiao.ENABLE, 0.0)
+    m.handle(damiao.command_id(ESC, ControlMode.FORCE_POS), damiao.encode_force_pos(0.6, 1.0, 0.5), 0.0)
+    m.set_state(0.5, 0.1, 0.0)
+    f, d = m.drive(0.001)
+    kp_asr, ki_asr = m.registers[Register.KP_ASR], m.registers[Register.KI_ASR]
+    v_ref = min(1.0, m.registers[Register.KP_APR] * 0.1)                     # the position loop, capped at 1 rad/s
+    assert d == kp_asr                                                       # the integral: its first 1 ms
+    assert f - d * 0.1 == pytest.approx(kp_asr * (v_ref - 0.1) + ki_asr * (v_ref - 0.1) * 1e-3)
+    m.handle(damiao.command_id(ESC, ControlMode.FORCE_POS), damiao.encode_force_pos(0.6, 1.0, 0.0), 0.0)
+    assert m.drive(0.002) == (0.0, 0.0) and m.redrive(5.0) is None            # a zero torque ratio: no torque
+
+
+def test_an_unpowered_motor_drives_nothing() -> None:
+    m = make()
+    assert m.drive(0.001) == (0.0, 0.0) and m.redrive(3.0) is None
+    m.set_state(0.5, 3.0, 0.001, 0.001)
+    assert m.last_torque == 0.0

@@ -357,3 +357,55 @@ def test_base_link_stands_on_its_wheels_above_the_floor() -> None:
     w = world("empty")
     run(w, 0.1)
     assert w.base_height() == pytest.approx(0.0415, abs=1e-9)     # the wheel axle's 0.0285 + the 0.070 radius
+
+
+def test_the_motors_damping_pushes_a_joint_with_its_velocity_at_the_end_of_the_step() -> None:
+    """`step`'s damping is integrated implicitly: joint i is pushed by tau[i] - damping[i] · v[i], v[i] its velocity
+    at the step's end (the same step given that push as a torque ends at the same velocity), and it is stable
+    at a damping where one explicit step would not be (the wrist's roll: an inertia of ~0.007 kg·m²).
+
+    Without constraints: MuJoCo's solver finds the forces of the stops, ties and contacts on the undamped
+    inertia, so where one acts with the damping the two steps differ by its share (docs/simulator.md)."""
+    w = world()
+    w.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    n, zeros = len(w.joints), np.zeros(6)
+    i = w.joints.index("left_arm_joint6")
+    run(w, 0.05)
+    v0 = w.velocities
+    v0[i] = 2.0
+    w.set_state(w.positions, v0)
+    spec = int(mujoco.mjtState.mjSTATE_INTEGRATION)
+    start = np.empty(mujoco.mj_stateSize(w.model, spec))
+    mujoco.mj_getState(w.model, w.data, start, spec)
+    tau = np.zeros(n)
+    tau[i] = 1.0
+    damping = [0.0] * n
+    damping[i] = 50.0                    # 50 · 1 ms / 0.007 kg·m²: 7, where an explicit step needs < 2
+    w.step(tau, (0.0, 0.0, 0.0), zeros, zeros, damping)
+    v1 = w.velocities[i]
+    assert 1.0 / 50.0 < v1 < 2.0                             # towards tau / damping, not past it
+    mujoco.mj_setState(w.model, w.data, start, spec)
+    pushed = tau.copy()
+    pushed[i] = tau[i] - damping[i] * v1
+    w.step(pushed, (0.0, 0.0, 0.0), zeros, zeros, [0.0] * n)
+    assert w.velocities[i] == pytest.approx(v1, rel=1e-12)
+
+
+def test_redo_takes_the_last_step_again_from_where_it_started_pushes_included() -> None:
+    w = world()
+    n, zeros = len(w.joints), np.zeros(6)
+    i = w.joints.index("left_arm_joint4")
+    run(w, 0.05)
+    tau, damping = np.zeros(n), [0.0] * n
+    tau[i], damping[i] = 0.5, 2.0
+    w.apply_wrench("left_gripper_link", (20.0, 0.0, 0.0), (0.0, 0.0, 0.0), DT)    # for this one step
+    w.step(tau, (0.0, 0.0, 0.0), zeros, zeros, damping)
+    q1, v1, t1 = w.positions, w.velocities, w.time
+    assert w.pushing() == []
+    other = tau.copy()
+    other[i] = -0.5
+    w.redo(other, [0.0] * n)
+    assert w.time == t1 and w.pushing() == [] and w.velocities[i] < v1[i]
+    w.redo(tau, damping)                                      # the first step again, bit for bit
+    assert np.array_equal(w.positions, q1) and np.array_equal(w.velocities, v1)
+    assert not w.data.xfrc_applied.any()                      # the push is over
