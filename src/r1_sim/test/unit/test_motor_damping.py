@@ -2,11 +2,11 @@
 integrated implicitly by the world (SimMotor.drive, MujocoWorld.step's damping), the law's saturation at the
 peak kept (SimMotor.redrive, MujocoWorld.redo).
 
-The real motor runs its law at tens of kHz; applied once a physics step, explicitly, a finger's kd above
-0.72 N·m·s/rad at the motor (0.45 kN·s/m at the finger) made the 500 Hz step unstable, the fingers chattering
-at several times their speed limit. Here, through CAN frames to SimRobot alone (no driver): a finger and a
-wrist given the frame's largest kd stay within what their law asks and within their range at the light
-profile's 500 Hz and the stock 1 kHz, and the ordinary gains move the robot as the explicit step did.
+The real motor runs its law at tens of kHz; applied once a physics step, explicitly, a damping is unstable
+once kd x step / the joint's inertia exceeds 2 (a finger's kd above 0.72 N·m·s/rad at the motor, 0.45 kN·s/m
+at the finger, at 500 Hz). Here, through CAN frames to SimRobot alone (no driver): a finger and a wrist given
+the frame's largest kd stay within what their law asks and within their range at the light profile's 500 Hz
+and the stock 1 kHz, and the ordinary gains move the robot as the explicit step did.
 """
 from __future__ import annotations
 
@@ -106,8 +106,7 @@ def reversals(q: np.ndarray) -> int:
 @pytest.mark.parametrize("closing", [True, False])
 def test_a_finger_given_the_largest_kd_runs_at_its_v_des_and_no_faster(hz: float, closing: bool) -> None:
     """kd 5 (3.1 kN·s/m at the finger) and v_des at the finger's limit, no stiffness: the finger runs at its
-    limit, smoothly, across its range (the explicit step chattered at 2.8x the limit at 500 Hz, 1.5x at
-    1 kHz)."""
+    limit, smoothly (no turning back), across its range."""
     v_lim = limit(FINGER, "velocity")
     start = 0.05 if closing else 0.0
     rig = Rig(hz, {f: start for f in FINGERS})
@@ -145,7 +144,7 @@ def test_a_finger_given_the_largest_kd_and_the_far_end_of_its_range_arrives_ther
 @pytest.mark.parametrize("hz", RATES)
 def test_a_finger_given_the_frames_largest_kd_and_v_des_is_never_faster_than_its_law_asks(hz: float) -> None:
     """kd 5 and v_des at the frame's largest (30 rad/s: 1.2 m/s at the finger, 4.8x its limit): what the law
-    asks, no faster and without chatter (the explicit step: 6.6x the limit at 500 Hz, 5.9x at 1 kHz)."""
+    asks, no faster, and without turning back."""
     rig = Rig(hz, {f: 0.05 for f in FINGERS})
     rig.hold_arm()
     v_des = damiao.MOTOR_PRESETS["DM4310"].vmax
@@ -158,8 +157,8 @@ def test_a_finger_given_the_frames_largest_kd_and_v_des_is_never_faster_than_its
 
 @pytest.mark.parametrize("hz", RATES)
 def test_a_finger_in_force_position_mode_runs_at_its_speed_limit(hz: float) -> None:
-    """Damiao's force-position mode: its speed loop's KP_ASR (sim.yaml: 1 N·m·s/rad, 0.63 kN·s/m at the finger)
-    is a damper too (2.5x the limit at 500 Hz before)."""
+    """Damiao's force-position mode to the far end at the finger's limit: its speed loop's KP_ASR (sim.yaml:
+    1 N·m·s/rad, 0.63 kN·s/m at the finger) is a damper too."""
     rig = Rig(hz, {f: 0.05 for f in FINGERS})
     slot = rig.robot.slot(FINGER)
     esc = slot.spec.esc_id
@@ -286,9 +285,9 @@ def tracked_move(hz: float, explicit: bool, damped: bool = True) -> np.ndarray:
 
 
 def test_the_ordinary_gains_move_the_robot_as_the_explicit_step_did() -> None:
-    """The tracker's arm and torso gains and the gripper's hold gains: the implicit damping moves every joint
-    within 0.5 mrad (0.5 µm... 20 µm a finger) of the explicit step's path at 500 Hz, half that at 1 kHz: the
-    two steps differ by the damping's first-order term, not by what they integrate."""
+    """The tracker's arm and torso gains and the gripper's hold gains: every joint within 0.5 mrad (m, for a
+    finger) of the explicit step's path at 500 Hz, 0.25 at 1 kHz, the difference halving with the step: the
+    two steps differ by the damping's first-order term, not in what they integrate."""
     worst = {}
     for hz in RATES:
         diff = np.abs(tracked_move(hz, explicit=False) - tracked_move(hz, explicit=True)).max(axis=0)
