@@ -71,7 +71,12 @@ TEMPLATE_FROM = {
     "/motion_target/pose_target_arm_left": "/motion_control/pose_ee_arm_left",
     "/motion_target/target_pose_arm_right": "/motion_control/pose_ee_arm_right",
     "/motion_target/pose_target_arm_right": "/motion_control/pose_ee_arm_right",
+    # a gripper motor's own command (one entry a field, its motor's units): a hold where the fingers are
+    # (their stroke [mm]) with the gripper's hold gains (GRIPPER_LAYOUT); with none, HDAS refuses every message
+    "/motion_control/control_gripper_left": "/hdas/feedback_gripper_left",
+    "/motion_control/control_gripper_right": "/hdas/feedback_gripper_right",
 }
+GRIPPER_LAYOUT = "/HDAS/groups/{side}_arm/gripper"     # the driver's CAN layout (r1_can/config/r1.yaml)
 # state a fuzzed topic leaves behind that later checks must not inherit: put back after it
 RESTORE = {
     "/motion_target/chassis_acc_limit": ("geometry_msgs/Twist",
@@ -319,9 +324,20 @@ class RobustnessSimTest(unittest.TestCase):
         if cls._type == "sensor_msgs/JointState":
             n = 4 if topic.endswith("torso") else 6
             return cls(position=list(src.position[:n]))
+        if cls._type == "hdas_msg/motor_control":
+            return self.gripper_hold(topic, cls, src)
         msg = cls()
         msg.pose = src.pose
         return msg
+
+    def gripper_hold(self, topic, cls, stroke):
+        """A gripper motor's command holding its fingers where `stroke` (the gripper's feedback: the gap [mm], each
+        finger half of it) says they are: p_des their travel in motor radians (metres_per_rad), v_des and t_ff 0,
+        kp and kd the layout's hold gains (N·m/rad, N·m·s/rad)."""
+        layout = rospy.get_param(GRIPPER_LAYOUT.format(side="left" if topic.endswith("_left") else "right"))
+        travel = stroke.position[0] / 2000.0             # [m] a finger's
+        return cls(p_des=[travel / float(layout["metres_per_rad"])], v_des=[0.0], kp=[float(layout["hold_kp"])],
+                   kd=[float(layout["hold_kd"])], t_ff=[0.0])
 
     def watch_outputs(self):
         """Judge every message the stack publishes on /hdas/*, /motion_control/* and /sim/* meanwhile
@@ -338,6 +354,10 @@ class RobustnessSimTest(unittest.TestCase):
         moving = {n: lim.velocity for n, lim in limits.items()
                   if not n.startswith("wheel_") and np.isfinite(lim.velocity)}
         self.speeds = SpeedChecker(moving, SPEED_TOLERANCE, {f: FINGER_SPEED_TOLERANCE for f in FINGERS})
+        self.fastest = {}                   # joint -> speed / limit over the whole fuzz (self.speeds: this topic's)
+        self.finger_ranges = {f: ranges[f] for f in FINGERS}
+        self.finger_past = {f: -np.inf for f in FINGERS}     # [m] the farthest beyond its range (ground truth)
+        self.finger_past_all = dict(self.finger_past)        # ... over the whole fuzz
         self.problems = []
         self.problem_lock = threading.Lock()
         self.arrivals = {t: collections.deque(maxlen=2000) for t in RATE_TOPICS}
@@ -358,10 +378,25 @@ class RobustnessSimTest(unittest.TestCase):
         found = self.checker.check(topic, msg)
         if topic == "/sim/joint_states":
             found += self.speeds.sample(msg.header.stamp.to_sec(), msg.name, msg.position)
+            past = self.finger_past
+            for n, x in zip(msg.name, msg.position):
+                if n in past and np.isfinite(x):
+                    lo, hi = self.finger_ranges[n]
+                    past[n] = max(past[n], lo - x, x - hi)
         if found:
             with self.problem_lock:
                 if len(self.problems) < 50:
                     self.problems += found
+
+    def topic_fingers(self):
+        """(speed / limit, farthest past the range [m]) of the fingers since the last call (ground truth), the
+        whole fuzz's figures kept in self.fastest and self.finger_past_all."""
+        fastest, self.speeds.fastest = self.speeds.fastest, {}
+        past, self.finger_past = self.finger_past, {f: -np.inf for f in FINGERS}
+        for n, r in fastest.items():
+            self.fastest[n] = max(self.fastest.get(n, 0.0), r)
+        self.finger_past_all = {f: max(self.finger_past_all[f], past[f]) for f in FINGERS}
+        return max(fastest.get(f, 0.0) for f in FINGERS), max(past.values())
 
     def take_problems(self):
         with self.problem_lock:
@@ -507,10 +542,12 @@ class RobustnessSimTest(unittest.TestCase):
                         break
                     time.sleep(0.5)
                 problems = self.take_problems()
+                fingers = self.topic_fingers()
                 report.append(f"{topic}: {sum(sent.values())} messages "
                               f"({', '.join(f'{c} {n}' for c, n in sorted(sent.items()))})"
                               f" sent in {self.send_seconds:.1f} s"
-                              f"; feedback {', '.join(f'{r:.0f}/s' for r in rate.values())}")
+                              f"; feedback {', '.join(f'{r:.0f}/s' for r in rate.values())}"
+                              f"; fingers {fingers[0]:.2f}x, {fingers[1] * 1000:+.2f} mm past")
                 rospy.loginfo(f"fuzz: {report[-1]}")
                 if dead or slow or problems:
                     failures.append(f"{topic}: died {dead}, slow feedback {slow}, out of bounds {problems[:5]}")
@@ -524,9 +561,12 @@ class RobustnessSimTest(unittest.TestCase):
                 failures.append(f"{name}: {calls - refused} invalid requests accepted")
         now = self.pids()
         dead = sorted(n for n, pid in before.items() if now.get(n) != pid)
-        fastest = sorted(self.speeds.fastest.items(), key=lambda kv: -kv[1])[:5]
+        self.topic_fingers()
+        fastest = sorted(self.fastest.items(), key=lambda kv: -kv[1])[:5]
         rospy.loginfo("fuzz report:\n  " + "\n  ".join(report) + "\n  fastest joints (speed / limit): "
-                      + ", ".join(f"{n} {r:.2f}" for n, r in fastest))
+                      + ", ".join(f"{n} {r:.2f}" for n, r in fastest) + "\n  fingers (speed / limit, farthest "
+                      "past their range): " + ", ".join(f"{f} {self.fastest.get(f, 0.0):.2f}x "
+                                                       f"{self.finger_past_all[f] * 1000:+.2f} mm" for f in FINGERS))
         for sub in self.watched:
             sub.unregister()
         self.assertGreaterEqual(len(done), 20, f"only {len(done)} input topics found: {sorted(done)}")
