@@ -12,6 +12,7 @@ import time
 import unittest
 
 import numpy as np
+import rosnode
 import rospy
 import rostest
 import tf2_ros
@@ -400,6 +401,58 @@ class ChassisSimTest(unittest.TestCase):
                           f"{stopped:.3f} s after the last command)")
             self.assertLessEqual(decelerating, COMMAND_TIMEOUT + 0.05, f"{speed} m/s: the controller reacted late")
             self.assertLessEqual(stopped - decelerating, speed / ACC_X + 0.05, f"{speed} m/s: the base stopped late")
+
+    def test_h_a_torso_no_controller_drives_slows_the_base_and_still_stands(self):
+        """Issue 28: the torso's controller stops (killed: this test's launch runs it without respawn). HDAS then
+        holds the torso at rest with its hold gains and the last feed-forward, nothing that follows the base:
+        straight up an inverted pendulum of ~72 N·m/rad, which 2.5 m/s² folded to the floor (torso_link4
+        dragged, the base stalled). Chassis control hears the torso's command stream stop and accelerates only
+        as far as that hold bends within hold_deflection (0.03 rad: 0.21 m/s² straight up with the arms folded as
+        they start, its diagnostics say how far); braking keeps its 0.3 m/s² floor. The torso stands: within
+        0.15 rad throughout, back within 0.02 rad at rest."""
+        self.set_remote(5)
+        self.wait_stopped()
+        torso = Latest("/hdas/feedback_torso", JointState)
+        ref = np.array(torso.wait().position[:4])
+
+        def held(st):
+            return any(kv.key == "held by the driver" and "torso" in kv.value for kv in st.values)
+
+        def forward_limit(st):
+            return next(float(kv.value.strip("[]").split(",")[0]) for kv in st.values
+                        if kv.key == "posture acceleration limits +")
+
+        self.assertFalse(held(self.diag.wait("chassis_control_node: chassis", lambda st: True)),
+                         "the torso counted as held while its controller ran")
+        rosnode.kill_nodes(["/torso_speed_control"])
+        limit = forward_limit(self.diag.wait("chassis_control_node: chassis", held))
+        truth = Recorder("/sim/odom", Odometry)
+        bends = Recorder("/hdas/feedback_torso", JointState)
+        for rec in (truth, bends):
+            rec.start()
+        start = planar(self.truth.wait())
+        self.drive(twist(vx=0.5), 4.0)
+        self.wait_stopped()
+        self.wait_sim(2.0)
+        items, torso_items = truth.stop(), bends.stop()
+        t = np.array([m.header.stamp.to_sec() for _, m in items])
+        vx = np.array([m.twist.twist.linear.x for _, m in items])
+        window = 0.5                       # the steepest rise of the speed over half a second
+        k = np.searchsorted(t, t + window)
+        ok = k < len(t)
+        rise = float(np.max((vx[k[ok]] - vx[ok]) / (t[k[ok]] - t[ok])))
+        q = np.array([m.position[:4] for _, m in torso_items]) - ref
+        worst = float(np.max(np.abs(q)))
+        moved = relative(start, planar(self.truth.wait()))[0]
+        rest = np.abs(np.array(torso.wait().position[:4]) - ref)
+        rospy.loginfo(f"chassis: torso held by the driver alone: the base sped up at {rise:.3f} m/s² at most "
+                      f"(the posture's limit {limit:.3f}, the chassis' {ACC_X}), reached {vx.max():.3f} m/s, moved "
+                      f"{moved:.3f} m; the torso bent {worst:.3f} rad at most, {rest.max():.4f} rad at rest")
+        self.assertLess(limit, 0.5, "the driver's hold did not lower the base's acceleration")
+        self.assertLess(rise, 1.1 * limit + 0.02, "the base accelerated beyond what the driver's hold carries")
+        self.assertGreater(moved, 0.2, "the base did not drive")
+        self.assertLess(worst, 0.15, "the torso gave way")
+        self.assertLess(float(rest.max()), 0.02, "the torso did not stand up again")
 
 
 if __name__ == "__main__":

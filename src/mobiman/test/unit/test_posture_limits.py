@@ -137,3 +137,78 @@ def test_braking_is_never_slowed_below_acc_min(limits) -> None:
     c.twist = (1.0, 0.0, 0.0)
     trace = run(c, (0.0, 0.0, 0.0), 0.1)
     assert -min(a[0] for _, _, a in trace) >= ChassisLimits().acc_min[0] * (1 - 1e-9)
+
+
+HDAS_TORSO_HOLD = [500.0, 500.0, 500.0, 300.0]      # r1_can's config/r1.yaml: the driver's hold gains
+HDAS_ARM_HOLD = [140.0, 200.0, 120.0, 20.0, 20.0, 20.0]
+
+
+def test_a_torso_the_driver_holds_lets_the_base_accelerate_only_as_far_as_it_bends_within_the_bound(
+        limits, planar: RobotModel) -> None:
+    """With no controller the straight torso is an inverted pendulum on HDAS's 500 N·m/rad: the base's
+    acceleration is what bends it hold_deflection statically, checked against the linearised statics
+    (K + ∂g/∂q)·δ = -A·a solved here by finite differences of the gravity torque."""
+    stand(limits, [0.0] * 4, ARMS_OUT)
+    free, _ = limits.axis_limits(0.0, (2.5, 1.0, 1.0))
+    limits.hold("torso", HDAS_TORSO_HOLD)
+    assert limits.changed
+    limits.update()
+    up, down = limits.axis_limits(0.0, (2.5, 1.0, 1.0))
+    assert free == [2.5, 1.0, 1.0] and 0.02 < up[0] < 0.3 and 0.02 < down[0] < 0.3
+    # the deflection at that acceleration, from the model's statics
+    q0 = planar.configuration()
+    for g, v in {"torso": [0.0] * 4, **ARMS_OUT}.items():
+        planar.set_group(q0, g, np.asarray(v))
+    iq = planar.group("torso").idx_q
+
+    def gravity(q):
+        return feedforward_at(planar, q, "torso")
+
+    k = np.zeros((4, 4))
+    for j in range(4):
+        q = q0.copy()
+        q[iq[j]] += 1e-5
+        k[:, j] = (gravity(q) - gravity(q0)) / 1e-5
+    accelerated = feedforward_at(planar, q0, "torso", base=BaseMotion((0.0, 0.0, 0.0), (up[0], 0.0, 0.0)))
+    bend = np.linalg.solve(np.diag(HDAS_TORSO_HOLD) + k, -(accelerated - gravity(q0)))
+    assert np.max(np.abs(bend)) == pytest.approx(limits.hold_deflection, rel=1e-3)
+    # a controller drives it again: the torque budget alone
+    limits.hold("torso", None)
+    limits.update()
+    assert limits.axis_limits(0.0, (2.5, 1.0, 1.0))[0] == [2.5, 1.0, 1.0]
+
+
+def test_a_posture_that_falls_under_the_driver_s_hold_allows_no_acceleration_but_braking_still_stops(
+        limits) -> None:
+    stand(limits, LEANING, ARMS_OUT)
+    limits.hold("torso", [0.0, 0.0, 0.0, 0.0])           # no stiffness at all: gravity alone decides
+    limits.update()
+    assert not limits.hold_stable
+    assert limits.share((0.5, 0.0, 0.0)) == 0.0 and limits.share((0.0, 0.0, 0.0)) == 1.0
+    c = chassis(limits)
+    c.twist = (0.5, 0.0, 0.0)
+    trace = run(c, (0.0, 0.0, 0.0), 3.0)
+    assert trace[-1][1] == (0.0, 0.0, 0.0)                # stopped, at the braking floor
+    assert -min(a[0] for _, _, a in trace) == pytest.approx(ChassisLimits().acc_min[0], rel=1e-6)
+    assert max(a[0] for _, _, a in run(c, (0.5, 0.0, 0.0), 0.5, t0=3.0)) == 0.0   # and it does not start again
+
+
+def test_arms_the_driver_holds_bound_the_base_less_than_the_torso(limits) -> None:
+    stand(limits, [0.0] * 4, ARMS_OUT)
+    for arm in ("left_arm", "right_arm"):
+        limits.hold(arm, HDAS_ARM_HOLD)
+    limits.update()
+    arms_only, _ = limits.axis_limits(0.0, (2.5, 1.0, 1.0))
+    limits.hold("torso", HDAS_TORSO_HOLD)
+    limits.update()
+    everything, _ = limits.axis_limits(0.0, (2.5, 1.0, 1.0))
+    assert arms_only[0] > everything[0] and limits.held == ["torso", "left_arm", "right_arm"]
+
+
+@pytest.mark.parametrize("group, kp", [("head", [1.0]), ("torso", [1.0, 2.0]), ("torso", [1.0, 1.0, -1.0, 1.0]),
+                                       ("torso", [1.0, float("nan"), 1.0, 1.0])])
+def test_a_bad_hold_is_refused(limits, group, kp) -> None:
+    with pytest.raises(ValueError):
+        limits.hold(group, kp)
+    with pytest.raises(ValueError):
+        PostureLimits(limits.model, ["torso"], limits.support, hold_deflection=0.0)

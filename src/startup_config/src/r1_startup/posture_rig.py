@@ -120,6 +120,10 @@ class PostureRig:
         xy = module_positions(self.urdf, steer, "base_link")
         self.posture = PostureLimits(self.model, ("torso", "left_arm", "right_arm"), SupportPolygon.of_points(xy)) \
             if posture_limits else None
+        if self.posture is not None:       # a group no controller drives is the driver's, as the node sees it
+            for name in self.posture.groups:
+                if not (name in self.tracked or (name == "torso" and self.torso is not None)):
+                    self.posture.hold(name, self.config.groups[name].hold_kp)
         self._posture_due = 0.0
         self.chassis = ChassisController(SwerveKinematics(xy, SwerveParams()), ChassisLimits.from_params(chassis or {}),
                                          command_timeout=0.2, posture=self.posture)

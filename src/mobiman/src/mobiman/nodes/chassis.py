@@ -106,6 +106,21 @@ class ChassisSettings(SwerveParams, ChassisLimits):
                                                                       "posture")
     right_arm_feedback_topic: str = setting("/hdas/feedback_arm_right", "sensor_msgs/JointState in: the right "
                                                                         "arm's posture")
+    hold_deflection: float = setting(0.03, "rad; an upper-body group no controller commands (HDAS holds it at rest, "
+                                           "with no feed-forward) may give way this far to the base's "
+                                           "acceleration, statically", low=0.005, high=0.5)
+    torso_command_topic: str = setting("/motion_control/control_torso", "hdas_msg/motor_control in (only its "
+                                                                        "arrival is read): a controller drives "
+                                                                        "the torso")
+    left_arm_command_topic: str = setting("/motion_control/control_arm_left", "as torso_command_topic, the left "
+                                                                              "arm")
+    right_arm_command_topic: str = setting("/motion_control/control_arm_right", "as torso_command_topic, the "
+                                                                                "right arm")
+    driver_command_timeout: float = setting(0.2, "s; a group's command stream silent this long: the driver holds "
+                                                 "it (HDAS's command_timeout)", low=0.01, high=5.0)
+    driver_groups_param: str = setting("/HDAS/groups", "the driver's CAN layout on the parameter server (r1_can's "
+                                                       "config/r1.yaml), whose <group>/hold_kp is its hold "
+                                                       "stiffness; not found: a held group counts as limp")
     joint_groups_file: str = setting("", "the joint groups (empty: mobiman's config/r1_joint_groups.yaml)")
 
     def __post_init__(self) -> None:
@@ -142,6 +157,12 @@ class ChassisControlNode:
         self.base_frame = s.base_frame
         self._posture_due = -1e9
         self.bad_posture = 0
+        # the upper body's command streams: when each last arrived (ROS time), the driver's hold gains once read
+        self.driver_command_timeout = s.driver_command_timeout
+        self.driver_groups_param = s.driver_groups_param
+        self.commanded = {g: -math.inf for g in UPPER_BODY}
+        self.held: dict[str, bool] = {}
+        self.hold_kp: dict[str, np.ndarray] = {}
         self.controller = ChassisController(kin, s, s.command_timeout, posture=self.posture)
         self.n = kin.n
         self.feedback_timeout = s.feedback_timeout
@@ -185,6 +206,10 @@ class ChassisControlNode:
             for group, topic in (("torso", s.torso_feedback_topic), ("left_arm", s.left_arm_feedback_topic),
                                  ("right_arm", s.right_arm_feedback_topic)):
                 rospy.Subscriber(topic, JointState, self._on_posture, group, queue_size=1)
+            # any type, not decoded: only their arrival says a controller drives the group
+            for group, topic in (("torso", s.torso_command_topic), ("left_arm", s.left_arm_command_topic),
+                                 ("right_arm", s.right_arm_command_topic)):
+                rospy.Subscriber(topic, rospy.AnyMsg, self._on_group_command, group, queue_size=1)
         WallTimer(0.05, self._watch, "watchdog")   # wall time: see r1_common.ros_io.WallTimer
         self._diagnostics = DiagnosticsPublisher(self._diagnostic_statuses, name=NAME)
         rospy.loginfo(f"{NAME}: modules at {np.round(xy, 4).tolist()} m, wheel speed ≤ {kin.max_wheel_speed} m/s; "
@@ -199,7 +224,8 @@ class ChassisControlNode:
         joint_groups, _ = load_group_config(groups_file)
         try:
             model = RobotModel(urdf, joint_groups, planar_base=True)
-            return PostureLimits(model, UPPER_BODY, SupportPolygon.of_points(xy), s.torque_share, s.zmp_margin)
+            return PostureLimits(model, UPPER_BODY, SupportPolygon.of_points(xy), s.torque_share, s.zmp_margin,
+                                 s.hold_deflection)
         except (KeyError, ValueError) as e:
             raise ConfigError("joint_groups_file", f"the upper body's groups do not fit the URDF: {e}") from None
 
@@ -219,6 +245,45 @@ class ChassisControlNode:
             return
         with self.lock:
             self.posture.set_posture(group, q)
+
+    def _on_group_command(self, _msg: Any, group: str) -> None:
+        self.commanded[group] = rospy.get_time()
+
+    def _driver_hold_kp(self, group: str) -> np.ndarray:
+        """The driver's hold stiffness of `group` from its layout on the parameter server (read once found);
+        zeros, with a warning, where it is missing or malformed: a held group then counts as limp."""
+        if group in self.hold_kp:
+            return self.hold_kp[group]
+        assert self.posture is not None
+        n = len(self.posture.model.group(group).joints)
+        name = f"{self.driver_groups_param}/{group}/hold_kp"
+        try:
+            kp = finite_vector(rospy.get_param(name), name, (n,))
+            if np.any(kp < 0.0):
+                raise InputError(name, kp, "has negative values")
+        except (KeyError, InputError, TypeError, ValueError) as e:
+            self.throttle(rospy.logwarn, f"hold_kp/{group}", f"{NAME}: the driver's hold stiffness of the {group} "
+                          f"is unknown ({e}): while it holds it, the base does not accelerate")
+            return np.zeros(n)
+        self.hold_kp[group] = kp
+        return kp
+
+    def _update_holds(self, now: float) -> None:
+        """Which upper-body groups the driver holds (their command stream silent for driver_command_timeout):
+        the posture's limits take their hold's stiffness; a change is logged."""
+        assert self.posture is not None
+        for group in UPPER_BODY:
+            held = now - self.commanded[group] > self.driver_command_timeout
+            if self.held.get(group) == held:
+                continue
+            kp = self._driver_hold_kp(group) if held else None
+            with self.lock:
+                self.posture.hold(group, kp)
+            if group in self.held or held is False:
+                rospy.loginfo(f"{NAME}: the {group} is " + ("held by the driver (no controller commands it): the "
+                              "base accelerates only as far as its hold bends within "
+                              f"{self.posture.hold_deflection} rad" if held else "driven by a controller"))
+            self.held[group] = held
 
     def _vetoed(self, msg: Any) -> bool:
         """The remote is in a mode other than host control: only the remote-control manager drives.
@@ -332,8 +397,11 @@ class ChassisControlNode:
 
     # -- control ---------------------------------------------------------------------------
     def _watch(self, _event: Any) -> None:
-        """Feedback is stale when old in ROS time and in wall time (a simulated clock may jump)."""
+        """Feedback is stale when old in ROS time and in wall time (a simulated clock may jump); which groups
+        the driver holds."""
         now, wall = rospy.get_time(), time.monotonic()
+        if self.posture is not None:
+            self._update_holds(now)
         with self.lock:
             if (self.measured_angles is not None and not self.stale
                     and now - self.feedback_stamp > self.feedback_timeout
@@ -391,10 +459,13 @@ class ChassisControlNode:
                 values.update({"posture acceleration limits +": np.round(up, 2).tolist(),
                                "posture acceleration limits -": np.round(down, 2).tolist(),
                                "posture limited steps": c.posture_limited, "bad posture feedback": self.bad_posture,
-                               "posture beyond its torque budget at rest": self.posture.worst() or "no"})
+                               "posture beyond its torque budget at rest": self.posture.worst() or "no",
+                               "held by the driver": ", ".join(self.posture.held) or "none"})
                 lowered = any(u < a - 1e-6 or d < a - 1e-6 for u, d, a in zip(up, down, c.acc))
                 if lowered and level == DiagnosticStatus.OK:
                     text = "driving, acceleration lowered for the upper body's posture"
+                    if self.posture.held:
+                        text += f" ({', '.join(self.posture.held)} held by the driver, without a controller)"
         return [status(f"{NAME}: chassis", "chassis", level, text, self.stats.values(now, values))]
 
 
