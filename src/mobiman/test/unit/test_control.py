@@ -209,11 +209,16 @@ def test_the_guard_re_plans_only_for_motors_off_or_far_after_a_gap() -> None:
         guard.motors([True])
 
 
-def test_the_gate_waits_for_a_joint_that_lags_and_does_not_keep_pace() -> None:
+def test_the_gate_waits_for_a_joint_that_lags_and_does_not_keep_pace_or_catches_up() -> None:
     guard = SetpointGuard(1, 0.1, 0.02)
     plan, speed = np.array([1.0]), np.array([0.5])
     assert guard.gate(3, np.array([0.95]), np.array([0.0]), plan, speed) == 0     # behind and stopped
     assert guard.gate(3, np.array([0.95]), np.array([0.45]), plan, speed) == 3    # behind, keeping pace
+    assert guard.gate(3, np.array([0.95]), np.array([0.5]), plan, speed) == 3     # ... at the plan's speed
+    # behind and catching up faster than the plan: it waits, so the joint closes the lag on a still set-point
+    # rather than outrunning a plan at its speed limit
+    assert guard.gate(3, np.array([0.95]), np.array([0.55]), plan, speed) == 0
+    assert guard.gate(3, np.array([0.99]), np.array([0.9]), plan, speed) == 3     # within the lag allowed
     assert guard.gate(3, np.array([0.95]), None, plan, speed) == 0                # no velocity: the lag decides
     assert guard.gate(3, np.array([1.05]), np.array([0.0]), plan, speed) == 3     # ahead
     assert SetpointGuard(1, 0.1, 0.0).gate(3, np.array([0.0]), None, plan, speed) == 3   # off

@@ -24,9 +24,13 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["KEEP_PACE", "USUAL_AGE", "SetpointGuard", "powered_joints"]
+__all__ = ["CATCH_UP", "KEEP_PACE", "USUAL_AGE", "SetpointGuard", "powered_joints"]
 
 KEEP_PACE = 0.5     # a joint moving at less than this share of its plan's speed does not keep pace
+# ... and one faster than its plan catches up: the plan waits for it then too, so that it closes the lag
+# toward a still set-point instead of outrunning a plan at the joint's speed limit (an elbow caught up at
+# 1.09x its limit on a starved machine when the plan went on)
+CATCH_UP = 1.0
 # [s] feedback this old is the loop as the gate's threshold was measured with (max_following_error): only
 # an age beyond it adds to the lag allowed (a starved machine's); the usual lag, caught up, overran the
 # elbow's speed limit by 9 % when it was allowed too
@@ -85,7 +89,8 @@ class SetpointGuard:
         """The ticks the plan may take now (`steps`, or 0 while a joint lags the moving plan by more than
         max_following_error, plus what feedback older than USUAL_AGE explains (|v_plan|·(`age` [s] −
         USUAL_AGE): the set-point the joint follows is that much older), in its direction of motion, and
-        moves at less than KEEP_PACE of its speed; without a measured velocity, the lag alone decides)."""
+        does not keep pace: moves at less than KEEP_PACE of its speed, or catches up faster than CATCH_UP
+        times it; without a measured velocity, the lag alone decides)."""
         if not steps or self.max_following_error <= 0.0:
             return steps
         direction = np.sign(planned_velocity)
@@ -96,7 +101,8 @@ class SetpointGuard:
             return steps
         if measured_velocity is not None:
             pace = measured_velocity * direction
-            behind &= pace < KEEP_PACE * np.abs(planned_velocity)
+            speed = np.abs(planned_velocity)
+            behind &= (pace < KEEP_PACE * speed) | (pace > CATCH_UP * speed)
         return 0 if behind.any() else steps
 
 
