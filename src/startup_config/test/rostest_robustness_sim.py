@@ -532,7 +532,9 @@ class RobustnessSimTest(unittest.TestCase):
             types = dict(self.master.getTopicTypes())
             for topic in todo:
                 done.add(topic)
+                sim_start = self.truth.now()
                 sent = self.fuzz_topic(topic, types[topic], seed=rng.randrange(2 ** 31))
+                sim_seconds = self.truth.now() - sim_start
                 now = self.pids()
                 dead = sorted(n for n, pid in before.items() if now.get(n) != pid)
                 for _ in range(20):            # (a flood of 1,000-entry messages may take the nodes a while)
@@ -545,7 +547,7 @@ class RobustnessSimTest(unittest.TestCase):
                 fingers = self.topic_fingers()
                 report.append(f"{topic}: {sum(sent.values())} messages "
                               f"({', '.join(f'{c} {n}' for c, n in sorted(sent.items()))})"
-                              f" sent in {self.send_seconds:.1f} s"
+                              f" sent in {self.send_seconds:.1f} s ({sim_seconds:.1f} s simulated)"
                               f"; feedback {', '.join(f'{r:.0f}/s' for r in rate.values())}"
                               f"; fingers {fingers[0]:.2f}x, {fingers[1] * 1000:+.2f} mm past")
                 rospy.loginfo(f"fuzz: {report[-1]}")
