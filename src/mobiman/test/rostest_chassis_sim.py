@@ -123,6 +123,18 @@ class ChassisSimTest(unittest.TestCase):
                             lambda st: (value(st) or 0) > above and value(st) is not None)
         return value(st)
 
+    def x_limits(self) -> tuple:
+        """The base's acceleration limits along x now (speeding up, slowing down) [m/s²]: the chassis' ACC_X,
+        lowered by what the upper body's posture allows (chassis control's diagnostics). In this launch no
+        controller drives the arms: HDAS holds them hanging at its hold gains, and chassis control lets the
+        base accelerate only as far as they bend within hold_deflection: 2.38 m/s² (issue 28, posture.md)."""
+        def limit(st, key):
+            return next((float(kv.value.strip("[]").split(",")[0]) for kv in st.values if kv.key == key), None)
+        st = self.diag.wait("chassis_control_node: chassis",
+                            lambda st: limit(st, "posture acceleration limits +") is not None)
+        return (min(ACC_X, limit(st, "posture acceleration limits +")),
+                min(ACC_X, limit(st, "posture acceleration limits -")))
+
     def set_remote(self, mode: int, left_x=0.0, left_y=0.0, right_x=0.0, right_y=0.0):
         self.remote.publish(controller_signal(left_x_axis=left_x, left_y_axis=left_y, right_x_axis=right_x,
                                               right_y_axis=right_y, mode=mode))
@@ -164,7 +176,8 @@ class ChassisSimTest(unittest.TestCase):
         ramp = (c_v > 0.05) & (c_v < 0.45) & (c_t < 1.0)
         self.assertGreaterEqual(ramp.sum(), 3, f"too few commands on the ramp: {c_v[:40].round(3)}")
         commanded_slope = np.polyfit(c_t[ramp], c_v[ramp], 1)[0]
-        self.assertAlmostEqual(commanded_slope, ACC_X, delta=0.1 * ACC_X, msg="commanded ramp")
+        acc, _ = self.x_limits()
+        self.assertAlmostEqual(commanded_slope, acc, delta=0.1 * acc, msg="commanded ramp")
         # the robot (ground truth): from 10 % to 90 % of 0.5 m/s in the time the limit implies (±10 %); the
         # motion starts one loop delay late, and the simulated wheels' speed loop lags, then catches up
         # (mid-ramp slope up to ~1.1× the limit, a few % overshoot that decays). Crossing times are
@@ -173,8 +186,9 @@ class ChassisSimTest(unittest.TestCase):
         # the crossing by up to 50 ms: 0.186-0.240 s in five runs against 0.192 ± 0.019.)
         moving = crossing(stamps, vx, 0.01)
         rise_from, rise_to = crossing(stamps, vx, 0.05), crossing(stamps, vx, 0.45)
-        ideal = (0.45 - 0.05) / ACC_X
-        rospy.loginfo(f"chassis: commanded ramp {commanded_slope:.3f} m/s² (limit {ACC_X}); ground truth from "
+        ideal = (0.45 - 0.05) / acc
+        rospy.loginfo(f"chassis: commanded ramp {commanded_slope:.3f} m/s² (limit {acc:.3f}: the chassis' {ACC_X}, "
+                      f"lowered for the arms the driver holds); ground truth from "
                       f"0.05 to 0.45 m/s in {rise_to - rise_from:.3f} s (ideal {ideal:.3f} s), moving "
                       f"{moving:.3f} s after the command, peak {vx.max():.3f} m/s")
         self.assertAlmostEqual(rise_to - rise_from, ideal, delta=0.1 * ideal, msg="time from 0.05 to 0.45 m/s")
@@ -354,10 +368,13 @@ class ChassisSimTest(unittest.TestCase):
         controller received it, so it checks the two parts the bound is made of, each with the 0.05 s:
         - the controller publishes its first decelerating command within command_timeout + 0.05 s of
           the test's publish (the message's delivery, one feedback period, the controller's own work);
-        - the base is stopped within speed / limit + 0.05 s of that start (HDAS, the wheels, the base).
+        - the base is stopped within speed / limit + 0.05 s of that start (HDAS, the wheels, the base), the
+          limit the one chassis control brakes at: with the arms held by the driver, 2.38 m/s² (x_limits;
+          judged against 2.5 the stop measured 0.448-0.461 s at 1 m/s, over the 0.45 bound).
         Measured as one sum from the publish it failed two runs in ~15 by 1-2 ms (0.651-0.652 s against
         0.650 at 1 m/s, with the simulator of this commit and of the one before); apart, three runs
         measured the start at 0.198-0.210 s and the base stopped 6-16 ms after the zero command."""
+        _, braking = self.x_limits()
         for speed in (0.3, 1.0):
             self.wait_stopped()
             self.drive(twist(vx=1e-3), 1.0)               # modules straight
@@ -397,10 +414,11 @@ class ChassisSimTest(unittest.TestCase):
                 stopped = t_a + (v_a - 0.01) / (v_a - v_b) * (t_b - t_a)
             rospy.loginfo(f"chassis: {speed} m/s stream stopped: the controller decelerating {decelerating:.3f} s "
                           f"after the last command (bound {COMMAND_TIMEOUT + 0.05:.3f} s), the base below 0.01 m/s "
-                          f"for good {stopped - decelerating:.3f} s later (bound {speed / ACC_X + 0.05:.3f} s; "
+                          f"for good {stopped - decelerating:.3f} s later (bound {speed / braking + 0.05:.3f} s at "
+                          f"{braking:.3f} m/s²; "
                           f"{stopped:.3f} s after the last command)")
             self.assertLessEqual(decelerating, COMMAND_TIMEOUT + 0.05, f"{speed} m/s: the controller reacted late")
-            self.assertLessEqual(stopped - decelerating, speed / ACC_X + 0.05, f"{speed} m/s: the base stopped late")
+            self.assertLessEqual(stopped - decelerating, speed / braking + 0.05, f"{speed} m/s: the base stopped late")
 
     def test_h_a_torso_no_controller_drives_slows_the_base_and_still_stands(self):
         """Issue 28: the torso's controller stops (killed: this test's launch runs it without respawn). HDAS then
@@ -452,7 +470,10 @@ class ChassisSimTest(unittest.TestCase):
         self.assertLess(rise, 1.1 * limit + 0.02, "the base accelerated beyond what the driver's hold carries")
         self.assertGreater(moved, 0.2, "the base did not drive")
         self.assertLess(worst, 0.15, "the torso gave way")
-        self.assertLess(float(rest.max()), 0.02, "the torso did not stand up again")
+        # standing again, not folded (folded is ~1 rad): where it comes to rest is the hold's, within its
+        # friction band (the torso joints' 1 N·m Coulomb against a stiffness gravity softens to 72 N·m/rad at
+        # torso_joint1): 0.005-0.006 rad in three quiet runs, 0.024 on a loaded machine after a 0.098 bend
+        self.assertLess(float(rest.max()), 0.04, "the torso did not stand up again")
 
 
 if __name__ == "__main__":
