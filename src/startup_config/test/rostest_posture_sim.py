@@ -8,7 +8,7 @@ through the guide's topics as a user would and judged on the simulator's ground 
 a. the right hand grasps the 1 kg object and lifts it off its pedestal (the scene's recipe);
 b. holding it, the base drives to 1 m/s and back at 2.5 m/s², sideways and turning at their limits: each
    torso and arm joint within 0.05 rad of where it was held, back within 0.01 rad within 1 s, no limit
-   reached; the object stays in the hand;
+   reached, no set-point moved; the object stays in the hand; then the hand lets it fall;
 c. pushes of 50 N at the shoulders, forward and backward, and 5 N at the left gripper, for 0.3 s: the same;
 d. the torso crouched at the guide's target: the drive again;
 e. leaning forward (torso_link4 25 cm ahead of base_link), the left arm out in front: chassis control brakes
@@ -24,6 +24,7 @@ import numpy as np
 import rospy
 import rostest
 from geometry_msgs.msg import Twist, Vector3
+from hdas_msg.msg import motor_control
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float32
@@ -72,6 +73,30 @@ class Truth:
             return list(self.joints), list(self.base)
 
 
+class SetPoints:
+    """The controllers' set-points (p_des of /motion_control/control_torso and _arm_*) by joint, latest."""
+
+    TOPICS = {"/motion_control/control_torso": [f"torso_joint{k}" for k in range(1, 5)],
+              **{f"/motion_control/control_arm_{s}": [f"{s}_arm_joint{k}" for k in range(1, 7)]
+                 for s in ("left", "right")}}
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latest: dict = {}
+        for topic, names in self.TOPICS.items():
+            rospy.Subscriber(topic, motor_control, self._on_command, names, queue_size=10)
+
+    def _on_command(self, msg: motor_control, names: list) -> None:
+        if msg._connection_header.get("callerid") == rospy.get_name() or len(msg.p_des) < len(names):
+            return
+        with self.lock:
+            self.latest.update(zip(names, msg.p_des))
+
+    def now(self) -> dict:
+        with self.lock:
+            return dict(self.latest)
+
+
 class PostureSimTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -85,6 +110,7 @@ class PostureSimTest(unittest.TestCase):
         cls.joints = Latest("/sim/joint_states", JointState)
         cls.objects = Latest("/sim/objects", ObjectStates)
         cls.truth = Truth()
+        cls.set_points = SetPoints()
         cls.diagnostics = Diagnostics()
         rospy.wait_for_service("/sim/apply_wrench", timeout=WALL)
         cls.apply_wrench = rospy.ServiceProxy("/sim/apply_wrench", ApplyWrench)
@@ -139,15 +165,24 @@ class PostureSimTest(unittest.TestCase):
         """Hold 0.3 s, record, `disturb()` (returns when the disturbance ended), 1.5 s more; asserts the
         criteria on the ground truth and returns the base's recorded speeds."""
         self.for_(0.3, lambda: self.chassis.publish(Twist()))
-        held = self.q()
+        held, planned = self.q(), self.set_points.now()
         self.truth.start()
         disturb()
         end = rospy.get_time()
         self.for_(1.5, lambda: self.chassis.publish(Twist()))
         joints, base = self.truth.stop()
         deviation, worst, settle, margin = judge_motion(joints, held, end, self.limits)
+        last, planned_after = joints[-1][1], self.set_points.now()
+        off = max(UPPER, key=lambda j: abs(last[j] - held[j]))
+        moved = {j: planned_after[j] - planned[j] for j in planned if j in planned_after}
         rospy.loginfo(f"posture: {name}: {worst} {deviation:.4f} rad, back within {SETTLE_TOLERANCE} rad after "
-                      f"{settle:.2f} s, {margin:.3f} rad from a limit")
+                      f"{settle:.2f} s, {margin:.3f} rad from a limit; at the end {off} {last[off] - held[off]:+.4f} "
+                      f"rad from where it was held, its set-point moved {moved.get(off, math.nan):+.4f} rad "
+                      f"(the most any moved: {max(map(abs, moved.values()), default=math.nan):.4f})")
+        # the set-points never yield to the load: a hold's plan stays where it was (issue 28, item 1). 5 mrad:
+        # a re-plan from where a load left a joint moves it by that joint's deviation then (20-50 mrad here);
+        # a plan still finishing its last move within the tolerance it was reached to moved one 0.8 mrad
+        self.assertTrue(moved and max(map(abs, moved.values())) < 0.005, f"{name}: set-points moved {moved}")
         self.assertLessEqual(deviation, MAX_DEVIATION, f"{name}: {worst}")
         self.assertLessEqual(settle, SETTLE_TIME, name)
         self.assertGreater(margin, 0.0, name)
@@ -183,6 +218,14 @@ class PostureSimTest(unittest.TestCase):
         for twist, ramp in (((1.0, 0.0, 0.0), 0.4), ((0.0, 0.5, 0.0), 0.5), ((0.0, 0.0, 1.0), 1.0)):
             self.case(f"holding 1 kg, drive {twist}", lambda: self.drive(twist, ramp))
         self.assertGreater(self.payload_height(), z0 - 0.01, "the payload slipped in the hand")
+        # let it go (it falls to the floor 30 cm outside the right wheel): the pushes, the crouch and the lean
+        # are judged on a posture whose load does not change. Held on for them, the 1 kg object crept in the
+        # closed fingers and fell out ~15 s after the grasp in one run (the right elbow, unloaded, rose 0.025
+        # rad during the push at the left gripper), and slipped enough in another to move the elbow 0.011 rad
+        # for good in the sideways drive (docs/posture.md, "What is not covered")
+        self.stroke.publish(Float32(100.0))
+        self.for_(2.0)
+        self.assertLess(self.payload_height(), z0 - 0.3, "the payload did not leave the hand")
 
     def test_c_pushes_at_the_shoulders_and_at_a_gripper(self):
         for link, force in (("torso_link4", (50.0, 0.0, 0.0)), ("torso_link4", (-50.0, 0.0, 0.0)),
