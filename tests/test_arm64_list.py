@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.system      # (scripts/test --unit leaves it out)
+# system: scripts/test --unit leaves it out; workspace: scripts/test runs it once, on the development set
+pytestmark = [pytest.mark.system, pytest.mark.workspace]
 
 WS = Path(__file__).resolve().parents[1]
 BLOCK = ("rospy", "roslib", "rosgraph", "rosparam", "rostest", "genpy", "tf2_ros", "tf2_py", "rosbag",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.system      # (scripts/test --unit leaves it out)
+# system: scripts/test --unit leaves it out; workspace: scripts/test runs it once, on the development set
+pytestmark = [pytest.mark.system, pytest.mark.workspace]
 
 WS = Path(__file__).resolve().parents[1]
 # the development set's interpreter, where mypy 1.10 is (the robot's set, under test too, has no mypy)
