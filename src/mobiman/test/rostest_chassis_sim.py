@@ -455,15 +455,17 @@ class ChassisSimTest(unittest.TestCase):
         items, torso_items = truth.stop(), bends.stop()
         t = np.array([m.header.stamp.to_sec() for _, m in items])
         vx = np.array([m.twist.twist.linear.x for _, m in items])
-        window = 0.5                       # the steepest rise of the speed over half a second
-        k = np.searchsorted(t, t + window)
-        ok = k < len(t)
-        rise = float(np.max((vx[k[ok]] - vx[ok]) / (t[k[ok]] - t[ok])))
+        # the ramp's mean acceleration from 10 % to 90 % of the top speed (as posture_cases judges a ramp): the
+        # steepest half second of it measured 0.197-0.253 m/s² in four runs, the base's speed rippling ±0.015
+        # m/s against the torso's hold (0.06 m/s² over half a second)
+        top = float(vx.max())
+        lo, hi = int(np.argmax(vx >= 0.1 * top)), int(np.argmax(vx >= 0.9 * top))
+        rise = 0.8 * top / float(t[hi] - t[lo]) if hi > lo else float("inf")
         q = np.array([m.position[:4] for _, m in torso_items]) - ref
         worst = float(np.max(np.abs(q)))
         moved = relative(start, planar(self.truth.wait()))[0]
         rest = np.abs(np.array(torso.wait().position[:4]) - ref)
-        rospy.loginfo(f"chassis: torso held by the driver alone: the base sped up at {rise:.3f} m/s² at most "
+        rospy.loginfo(f"chassis: torso held by the driver alone: the base sped up at {rise:.3f} m/s² (10-90 %) "
                       f"(the posture's limit {limit:.3f}, the chassis' {ACC_X}), reached {vx.max():.3f} m/s, moved "
                       f"{moved:.3f} m; the torso bent {worst:.3f} rad at most, {rest.max():.4f} rad at rest")
         self.assertLess(limit, 0.5, "the driver's hold did not lower the base's acceleration")
