@@ -19,6 +19,7 @@ import tf2_ros
 from geometry_msgs.msg import Twist
 from hdas_msg.msg import controller_signal, controller_signal_stamped, motor_control
 from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
@@ -376,47 +377,59 @@ class ChassisSimTest(unittest.TestCase):
         measured the start at 0.198-0.210 s and the base stopped 6-16 ms after the zero command."""
         _, braking = self.x_limits()
         for speed in (0.3, 1.0):
-            self.wait_stopped()
-            self.drive(twist(vx=1e-3), 1.0)               # modules straight
-            self.drive(twist(vx=speed), 0.5 + speed / ACC_X)
-            truth = Recorder("/sim/odom", Odometry)
-            commands = Recorder("/motion_control/control_chassis", motor_control)
-            for rec in (truth, commands):
-                rec.start()
-            self.cmd.publish(twist(vx=speed))
-            last = rospy.get_time()
-            self.wait_sim(1.0 + speed / ACC_X)
-            items, sent = truth.stop(), commands.stop()
-            # the controller: the wheel speeds it commands (straight modules: each = vx), stamped when it
-            # published them (ROS time). Not test_a's pairing with /odom by header seq: a publisher's seq
-            # counts only messages sent while it has subscribers, and /odom's fell 12 behind the commands'
-            # in one CI run, moving every time here by 60 ms
-            c_t = np.array([m.header.stamp.to_sec() for _, m in sent]) - last
-            c_v = np.array([float(np.mean(m.v_des)) for _, m in sent])
-            slowing = (c_t > 0) & (c_v < 0.98 * speed)
-            self.assertTrue(slowing.any(), f"{speed} m/s: the controller never decelerated")
-            decelerating = float(c_t[np.argmax(slowing)])
-            # the robot (ground truth)
-            stamps = np.array([m.header.stamp.to_sec() for _, m in items]) - last
-            vx = np.abs([m.twist.twist.linear.x for _, m in items])
-            self.assertGreater(vx[stamps < 0.15].min(), speed * 0.95, "not at speed when the stream stopped")
-            moving = np.flatnonzero(vx >= 0.01)
-            # below 0.01 m/s from then on: the crossing interpolated between the last sample at or above it and
-            # the next (the next sample's stamp itself added up to one 10 ms ground-truth period to the time,
-            # a fifth of the bound's 0.05 s margin: a loaded CI run measured 0.372 s against 0.370)
-            if not len(moving):
-                stopped = 0.0
-            elif moving[-1] + 1 == len(vx):
-                stopped = float("inf")                    # still moving at the end of the recording
+            for _attempt in (1, 2):
+                self.wait_stopped()
+                self.drive(twist(vx=1e-3), 1.0)               # modules straight
+                self.drive(twist(vx=speed), 0.5 + speed / ACC_X)
+                truth = Recorder("/sim/odom", Odometry)
+                log = Recorder("/rosout", Log)
+                commands = Recorder("/motion_control/control_chassis", motor_control)
+                for rec in (truth, commands, log):
+                    rec.start()
+                self.cmd.publish(twist(vx=speed))
+                last = rospy.get_time()
+                self.wait_sim(1.0 + speed / ACC_X)
+                items, sent = truth.stop(), commands.stop()
+                lapses = [e.msg for _, e in log.stop() if e.name.endswith("chassis_control_node")
+                          and "held by the driver" in e.msg]
+                # the controller: the wheel speeds it commands (straight modules: each = vx), stamped when it
+                # published them (ROS time). Not test_a's pairing with /odom by header seq: a publisher's seq
+                # counts only messages sent while it has subscribers, and /odom's fell 12 behind the commands'
+                # in one CI run, moving every time here by 60 ms
+                c_t = np.array([m.header.stamp.to_sec() for _, m in sent]) - last
+                c_v = np.array([float(np.mean(m.v_des)) for _, m in sent])
+                slowing = (c_t > 0) & (c_v < 0.98 * speed)
+                self.assertTrue(slowing.any(), f"{speed} m/s: the controller never decelerated")
+                decelerating = float(c_t[np.argmax(slowing)])
+                # the robot (ground truth)
+                stamps = np.array([m.header.stamp.to_sec() for _, m in items]) - last
+                vx = np.abs([m.twist.twist.linear.x for _, m in items])
+                self.assertGreater(vx[stamps < 0.15].min(), speed * 0.95, "not at speed when the stream stopped")
+                moving = np.flatnonzero(vx >= 0.01)
+                # below 0.01 m/s from then on: the crossing interpolated between the last sample at or above it and
+                # the next (the next sample's stamp itself added up to one 10 ms ground-truth period to the time,
+                # a fifth of the bound's 0.05 s margin: a loaded CI run measured 0.372 s against 0.370)
+                if not len(moving):
+                    stopped = 0.0
+                elif moving[-1] + 1 == len(vx):
+                    stopped = float("inf")                    # still moving at the end of the recording
+                else:
+                    k = moving[-1]
+                    t_a, t_b, v_a, v_b = stamps[k], stamps[k + 1], vx[k], vx[k + 1]
+                    stopped = t_a + (v_a - 0.01) / (v_a - v_b) * (t_b - t_a)
+                rospy.loginfo(f"chassis: {speed} m/s stream stopped: the controller decelerating {decelerating:.3f} s "
+                              f"after the last command (bound {COMMAND_TIMEOUT + 0.05:.3f} s), the base below 0.01 m/s "
+                              f"for good {stopped - decelerating:.3f} s later (bound {speed / braking + 0.05:.3f} s at "
+                              f"{braking:.3f} m/s²; "
+                              f"{stopped:.3f} s after the last command)")
+                if not lapses:
+                    break
+                # the torso's controller lapsed meanwhile (on a loaded machine its feedback went stale for 0.24
+                # s in a CI run: it stopped publishing, HDAS held the torso, and chassis control braked at what
+                # the hold allows, as it must): not the stop this test measures; once more
+                rospy.logwarn(f"chassis: {speed} m/s stop measured while {lapses[0]!r}: measured again")
             else:
-                k = moving[-1]
-                t_a, t_b, v_a, v_b = stamps[k], stamps[k + 1], vx[k], vx[k + 1]
-                stopped = t_a + (v_a - 0.01) / (v_a - v_b) * (t_b - t_a)
-            rospy.loginfo(f"chassis: {speed} m/s stream stopped: the controller decelerating {decelerating:.3f} s "
-                          f"after the last command (bound {COMMAND_TIMEOUT + 0.05:.3f} s), the base below 0.01 m/s "
-                          f"for good {stopped - decelerating:.3f} s later (bound {speed / braking + 0.05:.3f} s at "
-                          f"{braking:.3f} m/s²; "
-                          f"{stopped:.3f} s after the last command)")
+                self.fail(f"{speed} m/s: the torso's controller lapsed in both stops: {lapses}")
             self.assertLessEqual(decelerating, COMMAND_TIMEOUT + 0.05, f"{speed} m/s: the controller reacted late")
             self.assertLessEqual(stopped - decelerating, speed / braking + 0.05, f"{speed} m/s: the base stopped late")
 
@@ -427,7 +440,7 @@ class ChassisSimTest(unittest.TestCase):
         dragged, the base stalled). Chassis control hears the torso's command stream stop and accelerates only
         as far as that hold bends within hold_deflection (0.03 rad: 0.21 m/s² straight up with the arms folded as
         they start, its diagnostics say how far); braking keeps its 0.3 m/s² floor. The torso stands: within
-        0.15 rad throughout, back within 0.02 rad at rest."""
+        0.15 rad throughout, back within 0.04 rad at rest."""
         self.set_remote(5)
         self.wait_stopped()
         torso = Latest("/hdas/feedback_torso", JointState)
