@@ -136,6 +136,13 @@ class ChassisSimTest(unittest.TestCase):
         return (min(ACC_X, limit(st, "posture acceleration limits +")),
                 min(ACC_X, limit(st, "posture acceleration limits -")))
 
+    @staticmethod
+    def lapses(log: Recorder) -> list:
+        """What chassis control logged, on `log` (a /rosout Recorder, stopped here), of a group it counted as held
+        by the driver: a controller's lapse on a loaded machine lowers the base's acceleration (test_g)."""
+        return [e.msg for _, e in log.stop()
+                if e.name.endswith("chassis_control_node") and "held by the driver" in e.msg]
+
     def set_remote(self, mode: int, left_x=0.0, left_y=0.0, right_x=0.0, right_y=0.0):
         self.remote.publish(controller_signal(left_x_axis=left_x, left_y_axis=left_y, right_x_axis=right_x,
                                               right_y_axis=right_y, mode=mode))
@@ -147,18 +154,25 @@ class ChassisSimTest(unittest.TestCase):
     def test_a_forward_accelerates_at_the_limit_and_drives_straight(self):
         self.wait_stopped()
         self.drive(twist(vx=1e-3), 1.0)            # modules straight first: this measures the drive
-        self.wait_stopped()
-        truth = Recorder("/sim/odom", Odometry)
-        commands = Recorder("/motion_control/control_chassis", motor_control)
-        clock = Recorder("/odom", Odometry)
-        truth.start()
-        commands.start()
-        clock.start()
-        t0 = rospy.get_time()
-        self.drive(twist(vx=0.5), 2.5)
-        items = truth.stop()
-        sent = commands.stop()
-        odom = clock.stop()
+        for _attempt in (1, 2):
+            self.wait_stopped()
+            truth = Recorder("/sim/odom", Odometry)
+            commands = Recorder("/motion_control/control_chassis", motor_control)
+            clock = Recorder("/odom", Odometry)
+            log = Recorder("/rosout", Log)
+            for rec in (truth, commands, clock, log):
+                rec.start()
+            t0 = rospy.get_time()
+            self.drive(twist(vx=0.5), 2.5)
+            items = truth.stop()
+            sent = commands.stop()
+            odom = clock.stop()
+            lapses = self.lapses(log)
+            if not lapses:
+                break
+            rospy.logwarn(f"chassis: the ramp measured while {lapses[0]!r}: measured again")  # (test_g says why)
+        else:
+            self.fail(f"the torso's controller lapsed in both ramps: {lapses}")
         stamps = np.array([m.header.stamp.to_sec() - t0 for _, m in items])
         vx = np.array([m.twist.twist.linear.x for _, m in items])
         poses = np.array([planar(m) for _, m in items])
@@ -390,8 +404,7 @@ class ChassisSimTest(unittest.TestCase):
                 last = rospy.get_time()
                 self.wait_sim(1.0 + speed / ACC_X)
                 items, sent = truth.stop(), commands.stop()
-                lapses = [e.msg for _, e in log.stop() if e.name.endswith("chassis_control_node")
-                          and "held by the driver" in e.msg]
+                lapses = self.lapses(log)
                 # the controller: the wheel speeds it commands (straight modules: each = vx), stamped when it
                 # published them (ROS time). Not test_a's pairing with /odom by header seq: a publisher's seq
                 # counts only messages sent while it has subscribers, and /odom's fell 12 behind the commands'
