@@ -63,6 +63,11 @@ def crossing(t: np.ndarray, x: np.ndarray, level: float) -> float:
     return float(t[k - 1] + (level - x[k - 1]) / (x[k] - x[k - 1]) * (t[k] - t[k - 1]))
 
 
+def x_limit(status, key: str):
+    """The x entry of chassis control's diagnostics list `key` ("posture acceleration limits +" or "-"), or None."""
+    return next((float(kv.value.strip("[]").split(",")[0]) for kv in status.values if kv.key == key), None)
+
+
 class ChassisSimTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -129,12 +134,10 @@ class ChassisSimTest(unittest.TestCase):
         lowered by what the upper body's posture allows (chassis control's diagnostics). In this launch no
         controller drives the arms: HDAS holds them hanging at its hold gains, and chassis control lets the
         base accelerate only as far as they bend within hold_deflection: 2.38 m/s² (issue 28, posture.md)."""
-        def limit(st, key):
-            return next((float(kv.value.strip("[]").split(",")[0]) for kv in st.values if kv.key == key), None)
         st = self.diag.wait("chassis_control_node: chassis",
-                            lambda st: limit(st, "posture acceleration limits +") is not None)
-        return (min(ACC_X, limit(st, "posture acceleration limits +")),
-                min(ACC_X, limit(st, "posture acceleration limits -")))
+                            lambda st: x_limit(st, "posture acceleration limits +") is not None)
+        return (min(ACC_X, x_limit(st, "posture acceleration limits +")),
+                min(ACC_X, x_limit(st, "posture acceleration limits -")))
 
     @staticmethod
     def lapses(log: Recorder) -> list:
@@ -462,14 +465,10 @@ class ChassisSimTest(unittest.TestCase):
         def held(st):
             return any(kv.key == "held by the driver" and "torso" in kv.value for kv in st.values)
 
-        def forward_limit(st):
-            return next(float(kv.value.strip("[]").split(",")[0]) for kv in st.values
-                        if kv.key == "posture acceleration limits +")
-
         self.assertFalse(held(self.diag.wait("chassis_control_node: chassis", lambda st: True)),
                          "the torso counted as held while its controller ran")
         rosnode.kill_nodes(["/torso_speed_control"])
-        limit = forward_limit(self.diag.wait("chassis_control_node: chassis", held))
+        limit = x_limit(self.diag.wait("chassis_control_node: chassis", held), "posture acceleration limits +")
         truth = Recorder("/sim/odom", Odometry)
         bends = Recorder("/hdas/feedback_torso", JointState)
         for rec in (truth, bends):

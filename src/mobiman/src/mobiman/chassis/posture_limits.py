@@ -165,7 +165,7 @@ class PostureLimits:
         if not self.held:
             self.D, self.d_w2, self.hold_stable = np.zeros((0, 3)), np.zeros(0), True
             return
-        rows = np.concatenate([np.arange(len(self.joints))[self._slices[g]] for g in self.held])
+        rows = np.concatenate([np.arange(self._slices[g].start, self._slices[g].stop) for g in self.held])
         kp = np.concatenate([self._hold_kp[g] for g in self.held])
         m = self.model
         dg = pin.computeGeneralizedGravityDerivatives(m.model, m.data, q)
