@@ -20,3 +20,5 @@ source "$DEVEL/setup.bash"
 export ROS_HOME="${ROS_HOME:-$WS/.ros}"          # logs and test results stay in the workspace
 export ROS_HOSTNAME="${ROS_HOSTNAME:-localhost}"  # a hostname missing from /etc/hosts kills roscore
 export PYTHONUNBUFFERED=1                        # live output when not on a TTY
+# one BLAS thread for the tests' own processes too (every node's script asks for it: r1_common.blas_threads)
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
