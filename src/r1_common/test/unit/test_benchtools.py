@@ -16,8 +16,14 @@ def test_stop_session_kills_a_session_that_ignores_sigint():
     assert quiet.returncode == -9
 
 
+LISTENS = ("import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "print('ready', flush=True); time.sleep(60)")
+
+
 def test_stop_session_interrupts_a_session_that_listens():
-    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    time.sleep(0.3)
+    # its own SIGINT handler: a test run started in the background of a shell inherits SIGINT ignored, and Python
+    # then keeps ignoring it (a CI run started with `... &` failed here on that alone)
+    polite = subprocess.Popen([sys.executable, "-c", LISTENS], stdout=subprocess.PIPE, start_new_session=True)
+    assert polite.stdout.readline().strip() == b"ready"
     stop_session(polite, timeout=10.0)
     assert polite.returncode not in (None, -9)
