@@ -1,7 +1,6 @@
 """r1_common.benchtools.stop_session: a launched session ends, by SIGINT or else by SIGKILL."""
 import subprocess
 import sys
-import time
 
 from r1_common.benchtools import stop_session
 
