@@ -15,6 +15,8 @@ document of the user's (`worlds/*.xml` in this package: `room`, `empty`). What i
   neighbouring links overlap. Two exceptions: the two fingers of a hand (`FINGER_LINK` bodies with one
   parent) touch each other (a contact pair), and the fingers' contacts take the fingers' own settings
   (`FINGER_CONTACT`, priority over the scene's geoms), stiff enough that a grip holds what it grasps;
+* **friction that sticks** (`GRIP_FRICTION`, unless the scene's `<option>` chooses): elliptic friction
+  cones with impratio 10, as MuJoCo's documentation advises for grasping;
 * **ties** (the gripper's second finger follows its first: a joint equality), **cameras** mounted on
   URDF frames (`CameraMount`, ROS optical frames: z forward, y down), **IMU sites and sensors**
   (`imu_site`, `imu_sensors`): orientation, rate gyro and specific force of a URDF frame.
@@ -32,8 +34,8 @@ from typing import Sequence, Tuple
 
 import mujoco
 
-__all__ = ["BASE_JOINTS", "CHASSIS_LINKS", "CameraMount", "base_servo", "brake_name", "WORLDS_DIR", "WorldError",
-           "imu_sensors", "imu_site", "robot_mjcf", "scene_path", "world_xml"]
+__all__ = ["BASE_JOINTS", "CHASSIS_LINKS", "CameraMount", "GRIP_FRICTION", "base_servo", "brake_name", "WORLDS_DIR",
+           "WorldError", "imu_sensors", "imu_site", "robot_mjcf", "scene_path", "world_xml"]
 
 BASE_JOINTS = ("base_x", "base_y", "base_yaw")
 CHASSIS_LINKS = ("base_footprint", "base_link", "steer_motor_link", "wheel_motor_link")   # no contacts
@@ -46,6 +48,13 @@ FINGER_LINK = "gripper_finger_link"      # a body whose name contains it is a fi
 # (docs/simulator.md). condim 4: torsional friction too, so a held object does not spin about the pads.
 FINGER_CONTACT = {"priority": "1", "condim": "4", "friction": "1 0.01 0.001", "solimp": "0.999 0.9999 0.001"}
 FINGER_PAIR_CONDIM = "1"                 # finger on finger: they stop each other, no friction needed
+# The world's friction cones (a scene's own <option> cone/impratio win). MuJoCo's friction is a soft
+# constraint: with its default pyramidal cones and impratio 1 a held 1 kg object crept 0.5 mm in 5 s at rest
+# and 0.6 mm through six 50 N pushes at the shoulders, and in the whole stack it fell out of the hand ~15 s
+# after the grasp. Elliptic cones with impratio 10 (friction 10x stiffer than the normal force's constraint):
+# 0.02 and 0.03 mm, at the same step cost (docs/simulator.md, "Friction that sticks"). Only the robot's
+# upper body and the scene's objects have contacts (the chassis rolls kinematically): nothing else changes.
+GRIP_FRICTION = {"cone": "elliptic", "impratio": "10"}
 
 
 def _worlds_dir() -> Path:
@@ -249,6 +258,9 @@ def world_xml(urdf_xml: str, scene_xml: str, *, timestep: float = 0.001,
     option.set("timestep", f"{timestep:.9g}")
     option.set("integrator", "implicitfast")
     option.set("gravity", f"0 0 {-GRAVITY}")
+    for attribute, value in GRIP_FRICTION.items():
+        if option.get(attribute) is None:
+            option.set(attribute, value)
     worldbody = scene.find("worldbody")
     if worldbody is None:
         worldbody = ET.SubElement(scene, "worldbody")
