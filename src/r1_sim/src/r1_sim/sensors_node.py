@@ -15,8 +15,8 @@ a failing render is logged and skipped. /diagnostics (1 Hz): one status per sens
 one for the ground truth.
 
 Settings: r1_sim.sensor_settings.SensorsSettings (docs/sensors.md). The script sets MUJOCO_GL=osmesa
-(offscreen rendering without a display) and OPENBLAS_NUM_THREADS=1 (OpenBLAS's idle workers spin
-between small matrix products) before anything loads MuJoCo or numpy, unless the environment set them.
+(offscreen rendering without a display) and asks for one BLAS thread (r1_common.blas_threads) before
+anything loads MuJoCo or numpy, unless the environment set them.
 The renderers' GL contexts are freed when the node stops.
 """
 from __future__ import annotations
