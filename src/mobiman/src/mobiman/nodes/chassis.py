@@ -52,6 +52,7 @@ from r1_common.validation import (
 
 NAME = "chassis_control_node"
 UPPER_BODY = ("torso", "left_arm", "right_arm")   # the groups whose posture bounds the base's acceleration
+DRIVEN, LATE, HELD = "driven", "late", "held"     # an upper-body group: its controller commands it, is late, or none
 HOST_MODE = 5
 
 
@@ -118,6 +119,10 @@ class ChassisSettings(SwerveParams, ChassisLimits):
                                                                                 "right arm")
     driver_command_timeout: float = setting(0.2, "s; a group's command stream silent this long: the driver holds "
                                                  "it (HDAS's command_timeout)", low=0.01, high=5.0)
+    controller_lapse: float = setting(0.05, "s; a group's command stream silent this long: its controller is late, "
+                                            "no feed-forward follows the base (HDAS repeats the last command), and "
+                                            "the base accelerates as for a group the driver holds; at most "
+                                            "driver_command_timeout", low=0.005, high=5.0)
     driver_groups_param: str = setting("/HDAS/groups", "the driver's CAN layout on the parameter server (r1_can's "
                                                        "config/r1.yaml), whose <group>/hold_kp is its hold "
                                                        "stiffness; not found: a held group counts as limp")
@@ -128,6 +133,9 @@ class ChassisSettings(SwerveParams, ChassisLimits):
         ChassisLimits.__post_init__(self)
         if len(self.steer_joints) < 2:
             raise ValueError(f"steer_joints must name at least two joints, not {self.steer_joints}")
+        if self.controller_lapse > self.driver_command_timeout:
+            raise ValueError(f"controller_lapse {self.controller_lapse} s must not exceed driver_command_timeout "
+                             f"{self.driver_command_timeout} s")
 
 
 def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
@@ -159,9 +167,11 @@ class ChassisControlNode:
         self.bad_posture = 0
         # the upper body's command streams: when each last arrived (ROS time), the driver's hold gains once read
         self.driver_command_timeout = s.driver_command_timeout
+        self.controller_lapse = s.controller_lapse
         self.driver_groups_param = s.driver_groups_param
         self.commanded = {g: -math.inf for g in UPPER_BODY}
-        self.held: dict[str, bool] = {}
+        self.drive_state: dict[str, str] = {}            # group -> DRIVEN, LATE or HELD (once known)
+        self.lapses = {g: 0 for g in UPPER_BODY}         # times a driven group's controller went late
         self.hold_kp: dict[str, np.ndarray] = {}
         self.controller = ChassisController(kin, s, s.command_timeout, posture=self.posture)
         self.n = kin.n
@@ -268,22 +278,42 @@ class ChassisControlNode:
         self.hold_kp[group] = kp
         return kp
 
-    def _update_holds(self, now: float) -> None:
-        """Which upper-body groups the driver holds (their command stream silent for driver_command_timeout):
-        the posture's limits take their hold's stiffness; a change is logged."""
+    def _update_holds(self, now: float) -> bool:
+        """Which upper-body groups no controller feeds forward now: the driver holds them (their command stream
+        silent for driver_command_timeout) or their controller is late (silent for controller_lapse); the
+        posture's limits take the driver's hold stiffness for both. Whether any group changed; changes logged
+        (a lapse throttled)."""
         assert self.posture is not None
-        for group in UPPER_BODY:
-            held = now - self.commanded[group] > self.driver_command_timeout
-            if self.held.get(group) == held:
-                continue
-            kp = self._driver_hold_kp(group) if held else None
-            with self.lock:
-                self.posture.hold(group, kp)
-            if group in self.held or held is False:
-                rospy.loginfo(f"{NAME}: the {group} is " + ("held by the driver (no controller commands it): the "
-                              "base accelerates only as far as its hold bends within "
-                              f"{self.posture.hold_deflection} rad" if held else "driven by a controller"))
-            self.held[group] = held
+        changed, said = False, []
+        with self.lock:
+            for group in UPPER_BODY:
+                silent = now - self.commanded[group]
+                state = HELD if silent > self.driver_command_timeout else (
+                    LATE if silent > self.controller_lapse else DRIVEN)
+                before = self.drive_state.get(group)
+                if state == before:
+                    continue
+                self.drive_state[group] = state
+                fed = state == DRIVEN
+                if before is None or fed != (before == DRIVEN):
+                    self.posture.hold(group, None if fed else self._driver_hold_kp(group))
+                    changed = True
+                if state == LATE and before == DRIVEN:
+                    self.lapses[group] += 1
+                    said.append((LATE, group, silent))
+                elif (state == HELD and before is not None) or (fed and before != LATE):
+                    said.append((state, group, silent))        # (held from the start, or a lapse's end: unsaid)
+        for state, group, silent in said:
+            if state == LATE:
+                self.throttle(rospy.logwarn, f"late/{group}", f"{NAME}: the {group}'s controller is late (no command "
+                              f"for {silent:.3f} s): the base accelerates as if the driver held the {group} until "
+                              f"it commands again; {self.lapses[group]} lapses so far")
+            elif state == HELD:
+                rospy.loginfo(f"{NAME}: the {group} is held by the driver (no controller commands it): the base "
+                              f"accelerates only as far as its hold bends within {self.posture.hold_deflection} rad")
+            else:
+                rospy.loginfo(f"{NAME}: the {group} is driven by a controller")
+        return changed
 
     def _vetoed(self, msg: Any) -> bool:
         """The remote is in a mode other than host control: only the remote-control manager drives.
@@ -412,8 +442,10 @@ class ChassisControlNode:
 
     def _tick(self, stamp: float, angles: np.ndarray) -> float:
         """One control step on the feedback's stamp with its measured steering angles; the command's stamp."""
+        holds_changed = self.posture is not None and self._update_holds(rospy.get_time())
         with self.lock:
-            if self.posture is not None and self.posture.changed and stamp - self._posture_due >= 0.0:
+            due = holds_changed or stamp - self._posture_due >= 0.0     # a group's hold changed: at once
+            if self.posture is not None and self.posture.changed and due:
                 self.posture.update()                  # (at the posture's pace: a few RNEA)
                 self._posture_due = stamp + self.posture_period
             cmd = self.controller.step(stamp, angles)
@@ -454,18 +486,25 @@ class ChassisControlNode:
                       "acceleration limits": list(c.acc), "brake mode": c.brake,
                       "odometry": [round(self.odom.x, 3), round(self.odom.y, 3), round(self.odom.yaw, 3)],
                       "remote mode": self.rc_mode, **counts}
+            held = [g for g, state in self.drive_state.items() if state == HELD]
+            late = [g for g, state in self.drive_state.items() if state == LATE]
             if self.posture is not None and self.posture.known:
                 up, down = self.posture.axis_limits(c.twist[2], c.acc)
                 values.update({"posture acceleration limits +": np.round(up, 2).tolist(),
                                "posture acceleration limits -": np.round(down, 2).tolist(),
                                "posture limited steps": c.posture_limited, "bad posture feedback": self.bad_posture,
                                "posture beyond its torque budget at rest": self.posture.worst() or "no",
-                               "held by the driver": ", ".join(self.posture.held) or "none"})
+                               "held by the driver": ", ".join(held) or "none",
+                               "controllers late": ", ".join(late) or "none",
+                               "controller lapses": sum(self.lapses.values()),
+                               **{f"controller lapses {g}": n for g, n in self.lapses.items()}})
                 lowered = any(u < a - 1e-6 or d < a - 1e-6 for u, d, a in zip(up, down, c.acc))
                 if lowered and level == DiagnosticStatus.OK:
                     text = "driving, acceleration lowered for the upper body's posture"
-                    if self.posture.held:
-                        text += f" ({', '.join(self.posture.held)} held by the driver, without a controller)"
+                    if held:
+                        text += f" ({', '.join(held)} held by the driver, without a controller)"
+                    if late:
+                        text += f" ({', '.join(late)} late: no feed-forward)"
         return [status(f"{NAME}: chassis", "chassis", level, text, self.stats.values(now, values))]
 
 
