@@ -46,13 +46,18 @@ STATUS_CONDITION = {
 }
 
 
-# The conditions of a motor that is not producing its commanded torque: switched off, never heard or
-# silent, or faulted (a faulted Damiao motor drops its output until its error is cleared). A controller
-# re-plans from the measured position only for joints in one of these (mobiman.control.setpoint).
+# The conditions of a motor that is not producing its commanded torque: switched off, never heard, or
+# faulted (a faulted Damiao motor drops its output until its error is cleared). A controller re-plans
+# from the measured position only for joints in one of these (mobiman.control.setpoint).
+# Silent (RECEIVE_TIMEOUT: it answered before, not now) is not among them: a motor whose replies stop
+# either still holds (a starved driver or simulator, a noisy bus) or its own watchdog switched it off,
+# which it reports when it answers again (COMM_LOST, disabled), and that report re-plans. Taken as off,
+# a machine's stalls re-seeded the torso's set-point from where the base's acceleration had pushed it,
+# a few mrad each time (issue 28).
 UNPOWERED = frozenset({
-    Condition.DISABLED, Condition.DISCONNECTED, Condition.RECEIVE_TIMEOUT, Condition.OVER_VOLTAGE,
-    Condition.UNDER_VOLTAGE, Condition.OVER_CURRENT, Condition.MOS_OVER_TEMP, Condition.ROTOR_OVER_TEMP,
-    Condition.COMM_LOST, Condition.OVERLOAD})
+    Condition.DISABLED, Condition.DISCONNECTED, Condition.OVER_VOLTAGE, Condition.UNDER_VOLTAGE,
+    Condition.OVER_CURRENT, Condition.MOS_OVER_TEMP, Condition.ROTOR_OVER_TEMP, Condition.COMM_LOST,
+    Condition.OVERLOAD})
 
 
 class ErrorTable:

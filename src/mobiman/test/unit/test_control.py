@@ -12,6 +12,7 @@ import pytest
 import scipy.linalg
 from conftest import GROUPS, URDF
 
+from hdas.errors import TABLES, Condition
 from mobiman.control.base_motion import STILL, BaseMotion, BaseMotionInput
 from mobiman.control.servo import MitServo, ModalDamping, ServoSettings, clamp_effort
 from mobiman.control.setpoint import SetpointGuard, powered_joints
@@ -40,6 +41,25 @@ def test_base_motion_is_the_latest_of_each_stream_and_zero_once_stale() -> None:
     assert b.at(10.12) == BaseMotion((0.5, 0.1, 0.2), (0.0, 0.0, 0.0))     # the acceleration is stale
     assert b.at(9.0) == STILL                                               # the clock went back
     assert b.at(10.2).still
+
+
+def test_a_base_acceleration_counts_from_its_stamp_not_from_its_late_arrival() -> None:
+    """A controller starved of CPU reads its queue late: the chassis' braking, commanded 0.2 s ago and over
+    since, must not come in as a fresh feed-forward (it pushed a straight torso 0.1 rad)."""
+    b = BaseMotionInput(timeout=0.1)
+    assert b.set_acceleration((-2.4, 0.0, 0.0), 10.2, stamp=10.0) is None
+    assert b.at(10.2).acceleration == (0.0, 0.0, 0.0)                      # commanded 0.2 s ago: stale
+    b.set_acceleration((-2.4, 0.0, 0.0), 10.25, stamp=10.2)
+    assert b.at(10.25).acceleration == (-2.4, 0.0, 0.0)                    # 0.05 s late: still holds
+    assert b.at(10.31).acceleration == (0.0, 0.0, 0.0)                     # until 0.1 s after its stamp
+    b.set_acceleration((1.0, 0.0, 0.0), 11.0, stamp=11.03)                 # a publisher's clock a bit ahead
+    assert b.at(11.09).acceleration == (1.0, 0.0, 0.0)
+    assert b.at(11.11).acceleration == (0.0, 0.0, 0.0)                     # counted from its arrival
+    b.set_acceleration((1.0, 0.0, 0.0), 12.0)                              # unstamped: from its arrival
+    assert b.at(12.05).acceleration == (1.0, 0.0, 0.0)
+    note = b.set_acceleration((1.0, 0.0, 0.0), 13.0, stamp=4294967295.0)   # another clock's: as received
+    assert note is not None and "taken as received" in note
+    assert b.at(13.05).acceleration == (1.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("bad", [(float("nan"), 0.0, 0.0), (0.0, float("inf"), 0.0), (5.5, 0.0, 0.0),
@@ -183,6 +203,20 @@ def test_the_servo_adds_friction_damping_and_gravity_feedback_as_far_as_the_dela
 
 
 # -- the set-point's rule -----------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["arm", "torso"])
+def test_a_silent_motor_is_not_off_but_a_disabled_or_comm_lost_one_is(kind: str) -> None:
+    """A motor whose replies stopped (a stalled machine, a noisy bus) may still hold: its set-point stays
+    (taken as off, the torso's yielded a few mrad at each stall). Its own report when it answers again
+    (disabled, COMM_LOST from its watchdog) is what re-plans."""
+    table = TABLES[kind]
+    joints = ["a", "b"]
+    silent = table.code({Condition.RECEIVE_TIMEOUT})
+    assert powered_joints([("a", silent), ("b", 0)], joints, table.unpowered_mask) == [True, True]
+    for off in (Condition.DISABLED, Condition.COMM_LOST, Condition.DISCONNECTED):
+        code = table.code({off, Condition.RECEIVE_TIMEOUT})
+        assert powered_joints([("a", code)], joints, table.unpowered_mask) == [False, True]
+
+
 def test_powered_joints_from_a_status_report() -> None:
     mask = 0b1
     joints = ["a", "b", "c"]

@@ -11,16 +11,19 @@ the latest of two streams and says what holds at a given time:
 * the **measured twist** of the base (`/motion_control/chassis_speed`, the wheels' odometry): the
   turn rate's centrifugal and Coriolis terms.
 
-A stream silent for longer than `timeout` counts as zero (no feed-forward from a stale command).
+A stream silent for longer than `timeout` counts as zero (no feed-forward from a stale command). The
+commanded acceleration counts from its own stamp (the chassis tick that commanded it), not from its
+arrival: a controller starved of CPU reads its queue late, and an acceleration the base finished
+0.2 s ago, taken as new, pushed a straight torso 0.1 rad (docs/posture.md, "A controller's lapse").
 Values beyond what the base can do are refused (InputError), so a bad message never becomes a torque.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
-from r1_common.validation import InputError
+from r1_common.validation import STREAM_MAX_AGE, STREAM_MAX_AHEAD, InputError, data_time
 
 Triple = Tuple[float, float, float]
 
@@ -72,16 +75,21 @@ class BaseMotionInput:
         self._twist: Triple = (0.0, 0.0, 0.0)
         self._twist_at = -math.inf
 
-    def set_acceleration(self, acceleration: Sequence[float], now: float) -> None:
-        """The commanded acceleration (ax, ay, alpha) at time `now`. InputError for a bad one: dropped, and
-        the stream counts as zero until a good one (no feed-forward rather than a stale one)."""
+    def set_acceleration(self, acceleration: Sequence[float], now: float, stamp: float = 0.0) -> Optional[str]:
+        """The commanded acceleration (ax, ay, alpha), received at time `now`, commanded at `stamp` (its
+        message's header; 0: unstamped, taken as `now`). It counts from the earlier of the two; a stamp from
+        another clock (r1_common.validation.data_time) is taken as `now`, and the note saying so returned.
+        InputError for a bad value: dropped, and the stream counts as zero until a good one (no feed-forward
+        rather than a stale one)."""
         try:
             self._acceleration = _checked(acceleration, MAX_LINEAR_ACCELERATION, MAX_ANGULAR_ACCELERATION,
                                           "base acceleration")
         except InputError:
             self._acceleration_at = -math.inf
             raise
-        self._acceleration_at = float(now)
+        at, note = data_time(float(stamp), float(now), STREAM_MAX_AGE, STREAM_MAX_AHEAD)
+        self._acceleration_at = min(at, float(now))
+        return note
 
     def set_twist(self, twist: Sequence[float], now: float) -> None:
         """The measured twist (vx, vy, wz) at time `now`. InputError for a bad one: dropped, and the stream

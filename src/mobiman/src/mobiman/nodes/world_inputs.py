@@ -8,7 +8,7 @@ set-point's re-plan rule).
 from __future__ import annotations
 
 import threading
-from typing import Callable, List, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import rospy
 from geometry_msgs.msg import AccelStamped, Twist
@@ -37,19 +37,25 @@ class BaseMotionTopics:
             rospy.Subscriber(twist_topic, Twist, self._on_twist, queue_size=5, tcp_nodelay=True)
 
     def _on_acceleration(self, msg: AccelStamped) -> None:
-        a = msg.accel
-        self._take(self.input.set_acceleration, (a.linear.x, a.linear.y, a.angular.z), "acceleration")
+        a, stamp = msg.accel, msg.header.stamp.to_sec()
+        note = self._take(lambda values, now: self.input.set_acceleration(values, now, stamp),
+                          (a.linear.x, a.linear.y, a.angular.z), "acceleration")
+        if note:
+            self.throttle(rospy.logwarn, "base_acceleration_stamp", f"{self.name}: base acceleration {note}")
 
     def _on_twist(self, msg: Twist) -> None:
         self._take(self.input.set_twist, (msg.linear.x, msg.linear.y, msg.angular.z), "twist")
 
-    def _take(self, setter: Callable[[Sequence[float], float], None], values: Sequence[float], what: str) -> None:
+    def _take(self, setter: Callable[[Sequence[float], float], Optional[str]], values: Sequence[float],
+              what: str) -> Optional[str]:
+        """`setter(values, now)`'s note; None when it refused them (counted, logged)."""
         try:
             with self.lock:
-                setter(values, rospy.get_time())
+                return setter(values, rospy.get_time())
         except InputError as e:
             self.dropped += 1
             self.throttle(rospy.logerr, f"base_{what}", f"{self.name}: base {what} dropped: {e}")
+            return None
 
     def at(self, now: float) -> BaseMotion:
         """The base's motion at ROS time `now` (zero for a stream older than the timeout)."""
