@@ -14,6 +14,9 @@ It owns every safety rule of the driver, so they hold whoever publishes:
   what is wrong with each motor);
 * a command stream silent for `command_timeout` makes the group hold its last
   position with zero velocity (the chassis ramps its wheels to zero instead);
+  one late by `command_lapse` already has its feed-forward replaced by the median
+  of the stream's last `LAPSE_WINDOW` (a controller starved of CPU must not have a
+  one-tick torque, such as a base's acceleration pulse, held for its whole lapse);
 * function frames (enable, disable, calibrate, clear errors, MIT/PID mode) run
   as confirmed sequences: a mode change only while disabled, calibration only
   while disabled, and each answers whether every motor confirmed it
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import deque
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -52,17 +56,23 @@ from r1_can.damiao import ControlMode
 __all__ = ["SERVICE_FUNCTIONS", "ChassisGroup", "Command", "CommandError", "Frame", "Function",
            "JointLimitArrays", "MotorGroup", "Request", "SequencerState"]
 
+LAPSE_WINDOW = 0.1   # [s] of a stream's commands whose median feed-forward a late command holds
+
 
 class MotorGroup:
     """Arms and torso: joints (+ an optional gripper motor last) in MIT or PID (force-position) mode."""
 
     def __init__(self, spec: GroupSpec, limits: JointLimitArrays, command_timeout: float = 0.2,
-                 reply_timeout: float = 0.05, enable_on_start: bool = True):
+                 reply_timeout: float = 0.05, enable_on_start: bool = True, command_lapse: float = 0.05):
+        """`command_timeout` [s]: a stream silent this long is held; `command_lapse` [s] (≤ it): one silent this
+        long is late, its feed-forward the median of its last LAPSE_WINDOW; `reply_timeout` [s]: a motor
+        silent this long after the others answered is RECEIVE_TIMEOUT."""
         self.spec = spec
         self.name = spec.name
         self.table = TABLES[spec.kind]
         self.limits = limits
         self.command_timeout = command_timeout
+        self.command_lapse = min(command_lapse, command_timeout)
         self.reply_timeout = reply_timeout
         self.motors = spec.motors
         n = len(self.motors)
@@ -82,6 +92,8 @@ class MotorGroup:
         self._gripper_streamed = False   # the gripper's command came from a stream (motor_control): it goes stale
         self._hold: Command | None = None
         self._timed_out = False
+        self._recent_t: deque[tuple[float, np.ndarray]] = deque()   # (arrival, t_ff) of the joints' commands
+        self._steady_of: tuple[Command, Command] | None = None       # a late command and its steady version
         self.sent_stamp: float | None = None     # arrival (driver clock) of the live command last sent
         self._adopted_torque: np.ndarray | None = None    # what adopted motors pushed: the hold keeps it
         # The robot's clock (ROS time; simulated time on the simulated robot), set by the node.
@@ -104,12 +116,23 @@ class MotorGroup:
     def _robot_now(self) -> float | None:
         return self.robot_clock() if self.robot_clock is not None else None
 
-    def _stale(self, cmd: Command, now: float) -> bool:
-        """The command is older than command_timeout in the driver's clock and the robot's."""
-        if now - cmd.stamp <= self.command_timeout:
+    def _stale(self, cmd: Command, now: float, timeout: float | None = None) -> bool:
+        """The command is older than `timeout` (None: command_timeout) in the driver's clock and the robot's."""
+        timeout = self.command_timeout if timeout is None else timeout
+        if now - cmd.stamp <= timeout:
             return False
         robot_now = self._robot_now()
-        return robot_now is None or cmd.robot_stamp is None or robot_now - cmd.robot_stamp > self.command_timeout
+        return robot_now is None or cmd.robot_stamp is None or robot_now - cmd.robot_stamp > timeout
+
+    def _steady(self, cmd: Command) -> Command:
+        """`cmd` (the joints' latest, late) with the median feed-forward of the stream's last LAPSE_WINDOW
+        before it, per joint: what the stream held, not its last tick. MIT only (PID's t is a torque ratio)."""
+        if self.mode != "mit" or len(self._recent_t) < 2:
+            return cmd
+        if self._steady_of is None or self._steady_of[0] is not cmd:
+            t = np.median(np.array([t for _, t in self._recent_t]), axis=0)
+            self._steady_of = (cmd, replace(cmd, t=t))
+        return self._steady_of[1]
 
     def motor_modes(self, mode: str) -> list[ControlMode]:
         return [ControlMode.FORCE_POS if mode == "pid" else ControlMode.MIT] * self.n
@@ -134,6 +157,10 @@ class MotorGroup:
             cmd, notes = self.command_limits.clamp(arr, slice(0, count), self.mode, now)
             joints = Command(cmd.p[:nj], cmd.v[:nj], cmd.kp[:nj], cmd.kd[:nj], cmd.t[:nj], now, self._robot_now())
             self._command = joints
+            recent = self._recent_t
+            recent.append((now, joints.t))
+            while recent[0][0] < now - LAPSE_WINDOW:
+                recent.popleft()
             if count == n:
                 self._gripper = Command(cmd.p[nj:], cmd.v[nj:], cmd.kp[nj:], cmd.kd[nj:], cmd.t[nj:], now,
                                         joints.robot_stamp)
@@ -189,6 +216,7 @@ class MotorGroup:
     def _forget_commands(self) -> None:
         """Drop the commands and the hold: the group holds where it is until a new command comes."""
         self._command = self._gripper = self._hold = None
+        self._recent_t.clear()
         self._adopted_torque = None
         self._gripper_streamed = False
         self.command_limits.reset()
@@ -215,7 +243,7 @@ class MotorGroup:
             if not self._timed_out:
                 self._timed_out = True
                 self._event(f"{self.name}: no command for {self.command_timeout:.2f} s, holding position")
-            self._hold = self._hold_from(cmd)
+            self._hold = self._hold_from(self._steady(cmd))
             self._command = None
             cmd = None
         if cmd is None:
@@ -272,6 +300,8 @@ class MotorGroup:
         cmd = self._active_command(now)
         if cmd is self._command:        # a live command, not a hold
             self.sent_stamp = cmd.stamp
+            if self._stale(cmd, now, self.command_lapse):
+                cmd = self._steady(cmd)
         if self.spec.gripper:
             g = self._gripper_command(now)
             cat = lambda a, b: np.concatenate([a, b])
@@ -323,8 +353,8 @@ class ChassisGroup(MotorGroup):
     """
 
     def __init__(self, spec: GroupSpec, limits: JointLimitArrays, command_timeout: float = 0.2,
-                 reply_timeout: float = 0.05, enable_on_start: bool = True):
-        super().__init__(spec, limits, command_timeout, reply_timeout, enable_on_start)
+                 reply_timeout: float = 0.05, enable_on_start: bool = True, command_lapse: float = 0.05):
+        super().__init__(spec, limits, command_timeout, reply_timeout, enable_on_start, command_lapse)
         self.modules = len(self.motors) // 2
         self.radius = spec.params["wheel_radius"]
         # the steering's speed limit in its force-position frames, at most the URDF's

@@ -89,7 +89,8 @@ class HdasNode:
                 joint_limits = limit_arrays(limits, [m.joint for m in spec.motors])
             except ValueError as e:
                 raise ConfigError(s.robot_description_param, f"group {name}: {e}") from None
-            self.groups[name] = cls(spec, joint_limits, s.command_timeout, s.reply_timeout, s.enable_on_start)
+            self.groups[name] = cls(spec, joint_limits, s.command_timeout, s.reply_timeout, s.enable_on_start,
+                                    s.command_lapse)
             if rospy.get_param("/use_sim_time", False):
                 # simulated time may run far slower than real time: a controller ticking on it
                 # is slow, not silent (see MotorGroup._stale); on the robot the clocks agree

@@ -28,6 +28,10 @@ class HdasSettings(Settings):
 
     command_timeout: float = setting(0.2, "s; a command stream silent this long: arms and torso hold, the wheels "
                                      "ramp to 0", low=0.001)
+    command_lapse: float = setting(0.05, "s; an arm's or the torso's command stream silent this long is late: "
+                                   "its feed-forward becomes the median of the stream's last 0.1 s (a one-tick "
+                                   "torque is not held through a controller's lapse); at most command_timeout",
+                                   low=0.001)
     reply_timeout: float = setting(0.05, "s; a motor silent this long after the others answered is "
                                    "RECEIVE_TIMEOUT", low=0.001)
     status_rate: float = setting(1.0, "Hz; /hdas/feedback_status_* while no error code changes (a change is "

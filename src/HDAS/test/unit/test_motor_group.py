@@ -394,6 +394,34 @@ def test_silent_command_stream_holds_last_target() -> None:
     assert any("holding position" in e for e in rig.group.take_events())
 
 
+def test_a_late_stream_holds_its_median_feed_forward_not_its_last_tick() -> None:
+    """Issue 28: a controller starved of CPU went silent for 0.3 s right after a one-tick feed-forward (the
+    base's acceleration pulse, 65 N·m at torso_joint1), and HDAS held it the whole time: the torso leaned
+    0.13 rad. Live (within command_lapse) a command is sent as it came; late, its feed-forward is the
+    median of the stream's last 0.1 s; stale, the hold keeps that median."""
+    rig = started_arm()
+    effort = np.array([LIMITS[m.joint].effort for m in rig.spec.motors[:6]])
+    steady, spike = 0.05 * effort, 0.3 * effort
+
+    def sent_tau() -> np.ndarray:
+        return np.array([c.tau / m.metres_per_rad for c, m in zip(rig.mit_commands()[:6], rig.spec.motors)])
+
+    for k in range(20):                                   # 0.2 s of a 100 Hz stream, its last command a spike
+        rig.group.set_command(ARM_START[:6], [0.0] * 6, [20.0] * 6, [1.0] * 6,
+                              (spike if k == 19 else steady).tolist(), rig.now)
+        sent_positions(rig, 5 if k < 19 else 20, follow=True)
+    np.testing.assert_allclose(sent_tau(), spike, rtol=0.02)     # 40 ms after it: live, sent as it came
+    sent_positions(rig, 30, follow=True)                           # 100 ms after it: late
+    np.testing.assert_allclose(sent_tau(), steady, rtol=0.02)
+    assert not rig.group._timed_out
+    sent_positions(rig, 100, follow=True)                          # 300 ms: stale, held
+    assert rig.group._timed_out
+    np.testing.assert_allclose(sent_tau(), steady, rtol=0.02)
+    rig.group.set_command(ARM_START[:6], [0.0] * 6, [20.0] * 6, [1.0] * 6, spike.tolist(), rig.now)
+    sent_positions(rig, 20, follow=True)                           # the stream is back: live again
+    np.testing.assert_allclose(sent_tau(), spike, rtol=0.02)
+
+
 def test_injected_fault_shows_and_clears_with_command_4() -> None:
     rig = started_arm()
     rig.motor("left_arm_joint2").inject("over_current")
