@@ -33,6 +33,7 @@ from tf2_msgs.msg import TFMessage
 from mobiman.chassis.control import ChassisController, ChassisInputError, ChassisLimits, module_positions
 from mobiman.chassis.posture_limits import PostureLimits, SupportPolygon
 from mobiman.chassis.swerve import Odometry2D, SwerveKinematics, SwerveParams
+from mobiman.chassis.upper_body_drive import DRIVEN, HELD, LATE, DriveWatch
 from mobiman.model.robot_model import RobotModel, load_group_config
 from mobiman.nodes.robot_files import robot_description
 from r1_common.diagnostics import DiagnosticsPublisher, status
@@ -52,7 +53,6 @@ from r1_common.validation import (
 
 NAME = "chassis_control_node"
 UPPER_BODY = ("torso", "left_arm", "right_arm")   # the groups whose posture bounds the base's acceleration
-DRIVEN, LATE, HELD = "driven", "late", "held"     # an upper-body group: its controller commands it, is late, or none
 HOST_MODE = 5
 
 
@@ -165,13 +165,9 @@ class ChassisControlNode:
         self.base_frame = s.base_frame
         self._posture_due = -1e9
         self.bad_posture = 0
-        # the upper body's command streams: when each last arrived (ROS time), the driver's hold gains once read
-        self.driver_command_timeout = s.driver_command_timeout
-        self.controller_lapse = s.controller_lapse
+        # the upper body's command streams (ROS time): driven, late or held; the driver's hold gains once read
+        self.drive = DriveWatch(UPPER_BODY, s.controller_lapse, s.driver_command_timeout)
         self.driver_groups_param = s.driver_groups_param
-        self.commanded = {g: -math.inf for g in UPPER_BODY}
-        self.drive_state: dict[str, str] = {}            # group -> DRIVEN, LATE or HELD (once known)
-        self.lapses = {g: 0 for g in UPPER_BODY}         # times a driven group's controller went late
         self.hold_kp: dict[str, np.ndarray] = {}
         self.controller = ChassisController(kin, s, s.command_timeout, posture=self.posture)
         self.n = kin.n
@@ -257,7 +253,8 @@ class ChassisControlNode:
             self.posture.set_posture(group, q)
 
     def _on_group_command(self, _msg: Any, group: str) -> None:
-        self.commanded[group] = rospy.get_time()
+        with self.lock:
+            self.drive.commanded(group, rospy.get_time())
 
     def _driver_hold_kp(self, group: str) -> np.ndarray:
         """The driver's hold stiffness of `group` from its layout on the parameter server (read once found);
@@ -279,41 +276,27 @@ class ChassisControlNode:
         return kp
 
     def _update_holds(self, now: float) -> bool:
-        """Which upper-body groups no controller feeds forward now: the driver holds them (their command stream
-        silent for driver_command_timeout) or their controller is late (silent for controller_lapse); the
-        posture's limits take the driver's hold stiffness for both. Whether any group changed; changes logged
-        (a lapse throttled)."""
+        """Which upper-body groups no controller feeds forward now (`mobiman.chassis.upper_body_drive`): the
+        posture's limits take the driver's hold stiffness for a group it holds and for one whose controller is
+        late. Whether that changed for any group; changes logged (a lapse throttled, its end unsaid)."""
         assert self.posture is not None
-        changed, said = False, []
         with self.lock:
-            for group in UPPER_BODY:
-                silent = now - self.commanded[group]
-                state = HELD if silent > self.driver_command_timeout else (
-                    LATE if silent > self.controller_lapse else DRIVEN)
-                before = self.drive_state.get(group)
-                if state == before:
-                    continue
-                self.drive_state[group] = state
-                fed = state == DRIVEN
-                if before is None or fed != (before == DRIVEN):
-                    self.posture.hold(group, None if fed else self._driver_hold_kp(group))
-                    changed = True
-                if state == LATE and before == DRIVEN:
-                    self.lapses[group] += 1
-                    said.append((LATE, group, silent))
-                elif (state == HELD and before is not None) or (fed and before != LATE):
-                    said.append((state, group, silent))        # (held from the start, or a lapse's end: unsaid)
-        for state, group, silent in said:
-            if state == LATE:
-                self.throttle(rospy.logwarn, f"late/{group}", f"{NAME}: the {group}'s controller is late (no command "
-                              f"for {silent:.3f} s): the base accelerates as if the driver held the {group} until "
-                              f"it commands again; {self.lapses[group]} lapses so far")
-            elif state == HELD:
-                rospy.loginfo(f"{NAME}: the {group} is held by the driver (no controller commands it): the base "
+            changes = self.drive.update(now)
+            for c in changes:
+                if c.fed_changed:
+                    self.posture.hold(c.group, None if c.state == DRIVEN else self._driver_hold_kp(c.group))
+            lapses = dict(self.drive.lapses)
+        for c in changes:
+            if c.state == LATE and c.before == DRIVEN:
+                self.throttle(rospy.logwarn, f"late/{c.group}", f"{NAME}: the {c.group}'s controller is late (no "
+                              f"command for {c.silent:.3f} s): the base accelerates as if the driver held the "
+                              f"{c.group} until it commands again; {lapses[c.group]} lapses so far")
+            elif c.state == HELD and c.before is not None:
+                rospy.loginfo(f"{NAME}: the {c.group} is held by the driver (no controller commands it): the base "
                               f"accelerates only as far as its hold bends within {self.posture.hold_deflection} rad")
-            else:
-                rospy.loginfo(f"{NAME}: the {group} is driven by a controller")
-        return changed
+            elif c.state == DRIVEN and c.before != LATE:
+                rospy.loginfo(f"{NAME}: the {c.group} is driven by a controller")
+        return any(c.fed_changed for c in changes)
 
     def _vetoed(self, msg: Any) -> bool:
         """The remote is in a mode other than host control: only the remote-control manager drives.
@@ -486,8 +469,7 @@ class ChassisControlNode:
                       "acceleration limits": list(c.acc), "brake mode": c.brake,
                       "odometry": [round(self.odom.x, 3), round(self.odom.y, 3), round(self.odom.yaw, 3)],
                       "remote mode": self.rc_mode, **counts}
-            held = [g for g, state in self.drive_state.items() if state == HELD]
-            late = [g for g, state in self.drive_state.items() if state == LATE]
+            held, late = self.drive.in_state(HELD), self.drive.in_state(LATE)
             if self.posture is not None and self.posture.known:
                 up, down = self.posture.axis_limits(c.twist[2], c.acc)
                 values.update({"posture acceleration limits +": np.round(up, 2).tolist(),
@@ -496,8 +478,8 @@ class ChassisControlNode:
                                "posture beyond its torque budget at rest": self.posture.worst() or "no",
                                "held by the driver": ", ".join(held) or "none",
                                "controllers late": ", ".join(late) or "none",
-                               "controller lapses": sum(self.lapses.values()),
-                               **{f"controller lapses {g}": n for g, n in self.lapses.items()}})
+                               "controller lapses": sum(self.drive.lapses.values()),
+                               **{f"controller lapses {g}": n for g, n in self.drive.lapses.items()}})
                 lowered = any(u < a - 1e-6 or d < a - 1e-6 for u, d, a in zip(up, down, c.acc))
                 if lowered and level == DiagnosticStatus.OK:
                     text = "driving, acceleration lowered for the upper body's posture"
