@@ -271,12 +271,15 @@ class PostureRig:
                     self.posture.set_posture(name, position[:self.groups[name].n_joints])
             self.posture.update()
         cmd = self.chassis.step(self.now, angles)
-        for setter, values in ((self.base_input.set_acceleration, self.chassis.acceleration),   # as the nodes do
-                               (self.base_input.set_twist, self.chassis.kin.forward(angles, speeds))):
-            try:
-                setter(values, self.now)
-            except InputError:
-                self.events.append(f"base motion dropped: {values}")
+        acceleration, twist = self.chassis.acceleration, self.chassis.kin.forward(angles, speeds)
+        try:                                                                    # as the nodes do
+            self.base_input.set_acceleration(acceleration, self.now)
+        except InputError:
+            self.events.append(f"base acceleration dropped: {acceleration}")
+        try:
+            self.base_input.set_twist(twist, self.now)
+        except InputError:
+            self.events.append(f"base twist dropped: {twist}")
         group.set_command(cmd.angles.tolist(), cmd.speeds.tolist(), [0.0] * 3, [0.0] * 3, [0.0] * 3, self.now)
 
 
