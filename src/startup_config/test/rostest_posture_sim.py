@@ -211,12 +211,20 @@ class PostureSimTest(unittest.TestCase):
         self.stroke.publish(Float32(0.0))
         self.for_(1.5)
         self.reach({"right": GRASP[1]}, tolerance=0.05)       # (the load sags the arm a little: held from there)
+        m, q = self.objects.wait(), self.q()
+        pose = m.pose[list(m.name).index("payload")]
+        p, o = pose.position, pose.orientation
+        rospy.loginfo(f"posture: grasped: fingers {q['right_gripper_finger_joint1']:.4f} "
+                      f"{q['right_gripper_finger_joint2']:.4f} m, payload at {[round(v, 4) for v in (p.x, p.y, p.z)]} "
+                      f"quat {[round(v, 3) for v in (o.x, o.y, o.z, o.w)]}, "
+                      f"right arm {[round(q[f'right_arm_joint{k}'], 4) for k in range(1, 7)]}")
         self.assertGreater(self.payload_height() - z0, 0.08, "the payload did not come off its pedestal")
 
     def test_b_holding_it_the_base_drives_at_its_limits(self):
         z0 = self.payload_height()
         for twist, ramp in (((1.0, 0.0, 0.0), 0.4), ((0.0, 0.5, 0.0), 0.5), ((0.0, 0.0, 1.0), 1.0)):
             self.case(f"holding 1 kg, drive {twist}", lambda: self.drive(twist, ramp))
+            rospy.loginfo(f"posture: the payload {1e3 * (self.payload_height() - z0):+.1f} mm since the drives began")
         self.assertGreater(self.payload_height(), z0 - 0.01, "the payload slipped in the hand")
 
     def test_c_pushes_at_the_shoulders_and_at_a_gripper(self):
@@ -227,6 +235,7 @@ class PostureSimTest(unittest.TestCase):
         for link, force in (("torso_link4", (50.0, 0.0, 0.0)), ("torso_link4", (-50.0, 0.0, 0.0)),
                             ("left_gripper_link", (0.0, 5.0, 0.0))):
             self.case(f"holding 1 kg, push {link} {force}", lambda: self.push(link, force))
+            rospy.loginfo(f"posture: the payload {1e3 * (self.payload_height() - z0):+.1f} mm since the pushes began")
         self.assertGreater(self.payload_height(), z0 - 0.01, "the payload slipped in the hand")
         # let it go (it falls to the floor 30 cm outside the right wheel): the crouch and the lean are judged on
         # a posture of their own
