@@ -490,7 +490,11 @@ class ChassisSimTest(unittest.TestCase):
         (the demo's square, two CPU hogs beside the stack). Chassis control counts a group whose stream is
         silent for controller_lapse (0.05 s) as held, and the base accelerates only as far as the hold carries.
         Here torso speed control is stopped (SIGSTOP) for 0.4 s of wall time as a 0.5 m/s drive begins: the
-        base creeps until it is back, then accelerates, and the torso stays within 0.05 rad."""
+        base creeps until it is back, then accelerates, and the torso stays within 0.06 rad: twice the
+        hold_deflection that the base's creep may bend the held torso statically (an undamped step's
+        overshoot). Measured 0.013-0.046 rad in all (0.068 with the old 0.2 s rule), of which 0.006 while
+        the controller was stopped: the rest comes as the base accelerates once it is back (not explained
+        yet: the same start from rest bends it ~0.02)."""
         self.set_remote(5)
         self.wait_stopped()
         self.drive(twist(vx=1e-3), 1.0)            # modules straight
@@ -523,14 +527,18 @@ class ChassisSimTest(unittest.TestCase):
         during = arrival <= resumed_at
         speed_stopped = float(vx[during].max())
         lapse_sim = float(t[during][-1] - t[arrival >= stopped_at][0])
-        worst = float(np.max(np.abs(np.array([m.position[:4] for _, m in torso_items]) - ref)))
+        bend = np.max(np.abs(np.array([m.position[:4] for _, m in torso_items]) - ref), axis=1)
+        lapsed = np.array([w for w, _ in torso_items]) <= resumed_at
+        worst = float(bend.max())
+        worst_lapsed = float(bend[lapsed].max()) if lapsed.any() else 0.0
         rospy.loginfo(f"chassis: torso speed control stopped for 0.4 s of wall time ({lapse_sim:.3f} s simulated) "
                       f"as a 0.5 m/s drive began: the base reached {speed_stopped:.3f} m/s meanwhile (at 2.5 m/s²: "
-                      f"0.5 within 0.2 s), then {vx.max():.3f} m/s; the torso moved {worst:.4f} rad at most")
+                      f"0.5 within 0.2 s), then {vx.max():.3f} m/s; the torso moved {worst_lapsed:.4f} rad at most "
+                      f"while its controller was stopped, {worst:.4f} in all")
         self.assertGreater(lapse_sim, 0.15, "the controller's lapse was too short to judge (simulated time)")
         self.assertLess(speed_stopped, 0.25, "the base accelerated at full rate while the torso's controller was late")
         self.assertGreater(vx.max(), 0.45, "the base did not drive once the controller was back")
-        self.assertLess(worst, 0.05, "the torso gave way while its controller was late")
+        self.assertLess(worst, 0.06, "the torso gave way while its controller was late")
 
     def test_h_a_torso_no_controller_drives_slows_the_base_and_still_stands(self):
         """Issue 28: the torso's controller stops (killed: this test's launch runs it without respawn). HDAS then
