@@ -13,10 +13,8 @@ import signal
 import time
 import unittest
 from typing import Callable, TypeVar
-from xmlrpc.client import ServerProxy
 
 import numpy as np
-import rosgraph
 import rosnode
 import rospy
 import rostest
@@ -29,7 +27,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from mobiman.chassis.swerve import SwerveKinematics, SwerveParams
-from r1_common.ros_testing import Diagnostics, Latest, Recorder
+from r1_common.ros_testing import Diagnostics, Latest, Recorder, node_pid
 from r1_sim.robot import REMOTE_OFF
 
 R1_XY = np.array([[0.21516, 0.28], [0.21516, -0.28], [-0.28084, 0.0]])
@@ -68,13 +66,6 @@ def crossing(t: np.ndarray, x: np.ndarray, level: float) -> float:
     if k == 0:
         return float(t[0])
     return float(t[k - 1] + (level - x[k - 1]) / (x[k] - x[k - 1]) * (t[k] - t[k - 1]))
-
-
-def node_pid(name: str) -> int:
-    """The process id of the ROS node `name` (its own XML-RPC getPid)."""
-    code, msg, pid = ServerProxy(rosgraph.Master("/chassis_sim_test").lookupNode(name)).getPid("/chassis_sim_test")
-    assert code == 1, f"{name}: {msg}"
-    return int(pid)
 
 
 def x_limit(status, key: str):

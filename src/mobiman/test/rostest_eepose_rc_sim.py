@@ -14,11 +14,9 @@ import signal
 import time
 import unittest
 from collections import Counter
-from xmlrpc.client import ServerProxy
 
 import numpy as np
 import pinocchio as pin
-import rosgraph
 import rospkg
 import rospy
 import rostest
@@ -27,7 +25,7 @@ from hdas_msg.msg import controller_signal, controller_signal_stamped, motor_con
 from sensor_msgs.msg import JointState
 
 from mobiman.model.robot_model import RobotModel, load_group_config
-from r1_common.ros_testing import Diagnostics, Latest, Recorder
+from r1_common.ros_testing import Diagnostics, Latest, Recorder, node_pid
 
 POSES = {"torso": ("/motion_control/pose_floating_base", "/hdas/feedback_torso", "base_link"),
          "left": ("/motion_control/pose_ee_arm_left", "/hdas/feedback_arm_left", "torso_link4"),
@@ -210,7 +208,7 @@ class EePoseRcSimTest(unittest.TestCase):
         stalled = {}
         if stall:
             time.sleep(0.2)
-            pid = self.node_pid("/r1_eepose_pub_node")
+            pid = node_pid("/r1_eepose_pub_node")
             before_stop = {k: len(self.fb_rec[k].items) for k in POSES}
             os.kill(pid, signal.SIGSTOP)
             try:
@@ -274,13 +272,6 @@ class EePoseRcSimTest(unittest.TestCase):
                           f"{sum(inner.values())} poses for {inside} feedback messages (inner stamps); the node "
                           f"missed {missed[k]}, this test {own_missed} feedback and {own_missed_poses} poses")
         return missed, stalled
-
-    @staticmethod
-    def node_pid(node):
-        code, _, pid = ServerProxy(rosgraph.Master("/eepose_rc_sim_test").lookupNode(node)).getPid("/test")
-        if code != 1:
-            raise AssertionError(f"{node}: no pid ({code})")
-        return pid
 
     def test_a_poses_equal_fk_of_the_true_joints(self):
         self.check_poses_against_truth("standing")

@@ -21,7 +21,6 @@ import signal
 import threading
 import time
 import unittest
-import xmlrpc.client
 
 import numpy as np
 import rosgraph
@@ -35,6 +34,7 @@ from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
 from hdas.urdf_limits import read_limits
+from r1_common.ros_testing import node_pid
 from r1_startup.fuzz import LimitChecker, MessageFuzzer, SpeedChecker
 from r1_startup.topics import TopicWatcher, load_topics
 from r1_startup.wait_stack import default_topics_file
@@ -216,8 +216,8 @@ class RobustnessSimTest(unittest.TestCase):
     # -- helpers -------------------------------------------------------------------------------
     def pid_of(self, node):
         try:
-            return xmlrpc.client.ServerProxy(self.master.lookupNode(node)).getPid(rospy.get_name())[2]
-        except Exception:       # not registered (yet), or gone
+            return node_pid(node)
+        except AssertionError:      # not registered (yet), or gone
             return None
 
     def our_nodes(self):

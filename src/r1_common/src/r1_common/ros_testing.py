@@ -42,6 +42,21 @@ class Latest:
         raise AssertionError(f"{self.sub.name}: no {'matching ' if predicate else ''}message within {timeout} s")
 
 
+def node_pid(name: str) -> int:
+    """The process id of the ROS node `name`, from its own XML-RPC getPid; AssertionError when the master does
+    not know it or it does not answer."""
+    import xmlrpc.client
+
+    import rosgraph
+    caller = rospy.get_name()
+    try:
+        code, msg, pid = xmlrpc.client.ServerProxy(rosgraph.Master(caller).lookupNode(name)).getPid(caller)
+    except Exception as e:     # not registered (yet), or gone
+        raise AssertionError(f"{name}: no pid ({e})") from None
+    assert code == 1, f"{name}: no pid ({msg})"
+    return int(pid)
+
+
 class Recorder:
     """Every message of a topic with its arrival time, while recording."""
 
